@@ -1,0 +1,3 @@
+from veriharness.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""The `veriharness` command: one verb per pipeline stage.
+
+Each verb lives in the module of its stage and exposes two functions, `add_arguments(parser)` and
+`run(args) -> int`. This file only names them, so a stage module is imported only when its verb
+runs (a Snakemake job pays for the stage it runs, not for all of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import NamedTuple
+
+__all__ = ["main", "VERBS"]
+
+
+class Verb(NamedTuple):
+    module: str
+    help: str
+
+
+VERBS: dict[str, Verb] = {
+    "check-setup": Verb("veriharness.tools", "report which external programs are installed"),
+    "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool over stdio"),
+    "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
+    "check-experiment": Verb(
+        "veriharness.experiment", "validate an experiment and write its experiment.json"
+    ),
+    "prepare": Verb("veriharness.prepare", "write one run's record and prompt snapshot"),
+    "run-agent": Verb("veriharness.agent", "run one claude -p session for a prepared run"),
+    "render": Verb("veriharness.render", "render answer.html of one or more runs"),
+    "render-reference": Verb("veriharness.render", "re-render a task's reference.png"),
+    "score": Verb("veriharness.score", "audit and score one or more rendered runs"),
+    "collect": Verb("veriharness.tables", "collect run folders into tables"),
+    "compare": Verb("veriharness.compare", "compare two conditions, paired by task"),
+    "report": Verb("veriharness.report", "write plots and per-run transcript pages"),
+    "record": Verb("veriharness.record", "inspect experiment and run records (diff)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="veriharness", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for name, verb in VERBS.items():
+        sub = verbs.add_parser(name, help=verb.help, description=verb.help)
+        sub.set_defaults(_verb=name)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # Parse the verb first, then let its module declare its own arguments.
+    known, _ = parser.parse_known_args(argv[:1] or ["--help"])
+    verb = VERBS[known.verb]
+    module = importlib.import_module(verb.module)
+    sub = argparse.ArgumentParser(prog=f"veriharness {known.verb}", description=verb.help)
+    add = getattr(module, f"add_{known.verb.replace('-', '_')}_arguments", None) or getattr(
+        module, "add_arguments"
+    )
+    add(sub)
+    args = sub.parse_args(argv[1:])
+    run = getattr(module, f"run_{known.verb.replace('-', '_')}", None) or getattr(module, "run")
+    return int(run(args) or 0)

@@ -1,0 +1,59 @@
+"""The package's set-up files agree with each other."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from veriharness.tools import CLAUDE_CODE_VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[]", requirement, maxsplit=1)[0].lower()
+
+
+def test_claude_version_pinned_once() -> None:
+    assert _pyproject()["tool"]["veriharness"]["claude-code-version"] == CLAUDE_CODE_VERSION
+
+
+def test_environment_yml_lists_every_pyproject_requirement_with_the_same_bounds() -> None:
+    project = _pyproject()["project"]
+    wanted = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        wanted.extend(extra)
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    conda_pins = {_name(r): r for r in pip_section if not r.startswith("-e")}
+    for requirement in wanted:
+        assert conda_pins.get(_name(requirement)) == requirement, requirement
+    assert len(conda_pins) == len(wanted)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert f"\n{ci}\n" in readme
+
+
+def test_every_registered_verb_imports_and_declares_arguments() -> None:
+    import argparse
+    import importlib
+
+    from veriharness.cli import VERBS
+
+    for name, verb in VERBS.items():
+        module = importlib.import_module(verb.module)
+        suffix = name.replace("-", "_")
+        add = getattr(module, f"add_{suffix}_arguments", None) or module.add_arguments
+        run = getattr(module, f"run_{suffix}", None) or module.run
+        add(argparse.ArgumentParser())
+        assert callable(run)
