@@ -1,5 +1,29 @@
 # VeriHarness: tasks x conditions x replicates, one claude -p session per run.
-# Outputs: results/<experiment>/<condition>/<task>/r<k>/ (see docs/architecture.md).
+#
+# Per run:        results/<experiment>/<condition>/<task>/r<k>/  (run.json ... metrics.json)
+# Per condition:  results/<experiment>/<condition>/summary.csv
+# Per experiment: results/<experiment>/{experiment.json,tables/,comparison.csv,report/}
+# See docs/architecture.md for what each file holds.
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/agent.smk"
+include: "workflow/rules/render.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/collect.smk"
+
+
+rule all:
+    input:
+        f"{EXP_DIR}/tables/runs.csv",
+        f"{EXP_DIR}/comparison.csv",
+        f"{EXP_DIR}/report/index.html",
+        expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
+    default_target: True

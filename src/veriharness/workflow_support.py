@@ -1,0 +1,92 @@
+"""The little the Snakefile needs at parse time: the task list, each run's input files, and the
+merged config written where the verbs read it.
+
+Every cluster job parses the workflow again, so everything here is cheap: directory listings and
+small YAML reads, cached per task and per condition; no file is hashed at parse time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from veriharness.hashing import sha256_json
+
+__all__ = [
+    "list_tasks",
+    "task_files",
+    "condition_inputs",
+    "identity_settings_digest",
+    "write_effective_config",
+]
+
+EFFECTIVE_CONFIG_NAME = "config.effective.json"
+
+
+def list_tasks(config: dict[str, Any]) -> list[str]:
+    """The task ids of the experiment: `tasks: all` lists tasks_dir; `execution.sample` keeps
+    the first N (sorted) ids."""
+    tasks_dir = Path(config["tasks_dir"])
+    if config["tasks"] == "all":
+        ids = sorted(p.parent.name for p in tasks_dir.glob("*/task.yaml"))
+    else:
+        ids = list(config["tasks"])
+        missing = [t for t in ids if not (tasks_dir / t / "task.yaml").is_file()]
+        if missing:
+            raise ValueError(f"tasks: no task.yaml for {missing} under {tasks_dir}")
+    if not ids:
+        raise ValueError(f"tasks: no task folders with a task.yaml under {tasks_dir}")
+    sample = config.get("execution", {}).get("sample")
+    return ids[: int(sample)] if sample else ids
+
+
+@cache
+def _task_files(tasks_dir: str, task: str) -> tuple[str, ...]:
+    folder = Path(tasks_dir) / task
+    return tuple(sorted(str(p) for p in folder.rglob("*") if p.is_file()))
+
+
+def task_files(config: dict[str, Any], task: str) -> list[str]:
+    return list(_task_files(str(config["tasks_dir"]), task))
+
+
+@cache
+def _condition_inputs(conditions_dir: str, prompts_dir: str, condition: str) -> tuple[str, ...]:
+    path = Path(conditions_dir) / f"{condition}.yaml"
+    if not path.is_file():
+        raise ValueError(f"conditions: no file {path} for condition {condition!r}")
+    modules = yaml.safe_load(path.read_text(encoding="utf-8")).get("modules", [])
+    return (str(path), *(str(Path(prompts_dir) / f"{module}.md") for module in modules))
+
+
+def condition_inputs(config: dict[str, Any], condition: str) -> list[str]:
+    return list(
+        _condition_inputs(str(config["conditions_dir"]), str(config["prompts_dir"]), condition)
+    )
+
+
+def identity_settings_digest(config: dict[str, Any]) -> str:
+    """A digest of the config values (not files) that define a run: a change reruns its
+    sessions through Snakemake's params trigger. Execution settings are left out on purpose."""
+    agent = dict(config["agent"])
+    return sha256_json({"agent": agent, "experiment": config["experiment"]})
+
+
+def write_effective_config(config: dict[str, Any], experiment_dir: str) -> str:
+    """Write the merged config as JSON (atomically, only when it changed) and return its path."""
+    path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
+    text = json.dumps(config, indent=2, sort_keys=True, default=str) + "\n"
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return str(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(tmp, path)
+    return str(path)

@@ -1,0 +1,76 @@
+"""One clean workspace per run, outside the project tree and outside any git repository.
+
+Claude Code sends the model any `CLAUDE.md` above its working directory and the recent commits of
+an enclosing git repository. A workspace inside the checkout would leak the project's own notes and
+history into every session, so `create_workspace` refuses any root that has a `.git` or a
+`CLAUDE.md` at or above it, and any root inside the project.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+__all__ = [
+    "WorkspaceError",
+    "REFERENCE_NAME",
+    "ANSWER_ENTRYPOINT",
+    "ASSETS_DIR",
+    "check_workspace_root",
+    "create_workspace",
+    "copy_answer",
+    "remove_workspace",
+]
+
+REFERENCE_NAME = "reference.png"
+ANSWER_ENTRYPOINT = "answer.html"
+ASSETS_DIR = "assets"
+
+
+class WorkspaceError(RuntimeError):
+    """A workspace root that would contaminate the session, or a workspace that cannot be made."""
+
+
+def check_workspace_root(root: Path, project: Path) -> Path:
+    root = root.expanduser().resolve()
+    project = project.resolve()
+    if root == project or project in root.parents:
+        raise WorkspaceError(f"workspace_root {root} is inside the project tree {project}")
+    for folder in [root, *root.parents]:
+        for marker in (".git", "CLAUDE.md"):
+            if (folder / marker).exists():
+                raise WorkspaceError(
+                    f"workspace_root {root} lies under {folder / marker}; Claude Code would send "
+                    "it to the model. Choose a root outside any repository."
+                )
+    return root
+
+
+def create_workspace(root: Path | None, project: Path, reference: Path, label: str) -> Path:
+    """A fresh folder holding only the reference image, named after the run for debugging."""
+    base = check_workspace_root(Path(root) if root else Path(tempfile.gettempdir()), project)
+    base.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)
+    workspace = Path(tempfile.mkdtemp(prefix=f"veriharness-{safe}-", dir=base))
+    shutil.copyfile(reference, workspace / REFERENCE_NAME)
+    return workspace
+
+
+def copy_answer(workspace: Path, answer_dir: Path) -> bool:
+    """Copy `answer.html` and `assets/` into `answer_dir` (made anew); True when the entrypoint
+    exists. Other files the agent left (drafts, screenshots) stay behind with the workspace."""
+    if answer_dir.exists():
+        shutil.rmtree(answer_dir)
+    answer_dir.mkdir(parents=True)
+    entry = workspace / ANSWER_ENTRYPOINT
+    if entry.is_file():
+        shutil.copyfile(entry, answer_dir / ANSWER_ENTRYPOINT)
+    assets = workspace / ASSETS_DIR
+    if assets.is_dir():
+        shutil.copytree(assets, answer_dir / ASSETS_DIR, symlinks=True)
+    return entry.is_file()
+
+
+def remove_workspace(workspace: Path) -> None:
+    shutil.rmtree(workspace, ignore_errors=True)

@@ -1,0 +1,27 @@
+# One claude -p session per run. The command text stays fixed: Snakemake reruns a rule's jobs
+# when its command changes, and these are the expensive, paid sessions.
+
+
+rule run_agent:
+    input:
+        record=f"{RUN}/run.json",
+        prompt=f"{RUN}/system_prompt.md",
+    output:
+        outcome=f"{RUN}/outcome.json",
+        transcript=f"{RUN}/transcript.jsonl",
+        trace=f"{RUN}/mllm_trace.jsonl",
+        answer=directory(f"{RUN}/answer"),
+    params:
+        run_dir=RUN,
+        task_dir=task_dir,
+    resources:
+        agent_sessions=1,
+        mllm_requests=1,
+        mem_mb=1024,
+    log:
+        f"{LOGS}/run_agent/{RUN_LOG}",
+    benchmark:
+        f"{EXP_DIR}/benchmarks/run_agent/{RUN_LOG[:-4]}.tsv"
+    shell:
+        "{VH} run-agent --config {EXPERIMENT_CONFIG} --run-dir {params.run_dir}"
+        " --task-dir {params.task_dir} > {log} 2>&1"

@@ -1,0 +1,67 @@
+# Config loading and validation, the run matrix, and the input functions the rules share.
+# Kept cheap: every cluster job parses this file again.
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from veriharness.workflow_support import (
+    condition_inputs,
+    identity_settings_digest,
+    list_tasks,
+    task_files,
+    write_effective_config,
+)
+
+
+validate(config, workflow.source_path("../schemas/config.schema.yaml"), set_default=True)
+
+EXPERIMENT = config["experiment"]
+EXP_DIR = f"{config['execution']['results_dir']}/{EXPERIMENT}"
+LOGS = f"{EXP_DIR}/logs"
+RUN = f"{EXP_DIR}/{{condition}}/{{task}}/r{{replicate}}"
+RUN_LOG = "{condition}/{task}/r{replicate}.log"
+TASKS = list_tasks(config)
+CONDITIONS = list(config["conditions"])
+REPLICATES = list(range(1, int(config["replicates"]) + 1))
+# Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
+VH = f"{sys.executable} -m veriharness"
+# The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:
+# execution settings change this file but must not rerun finished sessions (docs/decisions.md).
+EXPERIMENT_CONFIG = write_effective_config(config, EXP_DIR)
+IDENTITY_SETTINGS = identity_settings_digest(config)
+
+
+wildcard_constraints:
+    condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    task="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    replicate=r"\d+",
+
+
+def run_paths(filename, conditions=CONDITIONS, tasks=TASKS):
+    return expand(
+        f"{RUN}/{filename}", condition=conditions, task=tasks, replicate=REPLICATES
+    )
+
+
+def task_dir(wildcards):
+    return f"{config['tasks_dir']}/{wildcards.task}"
+
+
+def reference_png(wildcards):
+    return f"{task_dir(wildcards)}/reference.png"
+
+
+def prepare_inputs(wildcards):
+    return {
+        "task": task_files(config, wildcards.task),
+        "condition": condition_inputs(config, wildcards.condition),
+        "catalog": config["model_catalog"],
+        "taxonomy": config["taxonomy"],
+    }
+
+
+onstart:
+    shell(
+        f"{VH} check-experiment --config {EXPERIMENT_CONFIG} --out {EXP_DIR}/experiment.json"
+    )

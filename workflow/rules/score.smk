@@ -1,0 +1,21 @@
+# Audit the artifact rules and score fidelity against the reference.
+
+
+rule score_answer:
+    input:
+        png=f"{RUN}/render/render.png",
+        dom=f"{RUN}/render/dom.json",
+        status=f"{RUN}/render/render.json",
+        answer=f"{RUN}/answer",
+        task=task_dir,
+    output:
+        audit=f"{RUN}/audit.json",
+        metrics=f"{RUN}/metrics.json",
+    params:
+        render_dir=f"{RUN}/render",
+        run_dir=RUN,
+    log:
+        f"{LOGS}/score_answer/{RUN_LOG}",
+    shell:
+        "{VH} score --render-dir {params.render_dir} --answer-dir {input.answer}"
+        " --task-dir {input.task} --out-dir {params.run_dir} > {log} 2>&1"
