@@ -1,0 +1,592 @@
+"""Render stage: open an `answer.html` in Debian's Chromium and record what it shows.
+
+Design notes
+- The viewport is the reference image's size at device scale factor 1, so a capture can be
+  compared with the reference pixel for pixel. `render.png` is always exactly that size;
+  `render_full.png` exists only when the page is taller than the viewport.
+- The network is closed by a context-wide route: a request is let through only when it is a
+  `file://` URL whose resolved path lies inside the answer folder (or a `data:` URL, which never
+  reaches the route). Everything else, WebSockets included, is aborted and listed in
+  `blocked_requests`. As a second fence Chromium resolves no host names at all, so even a request
+  that somehow escaped the route could not reach a named remote host.
+- One browser serves a whole batch; each page gets a fresh context, so nothing (cache, storage,
+  routes) carries over from one answer to the next.
+- A missing, empty or failing answer is a result, not a crash: its status is recorded and
+  `render.png` is a white image of the viewport size so the later stages still have their inputs.
+  Only setup problems (no Chromium, unusable arguments) make the verb exit non-zero.
+- Image sources in `dom.json` are written relative to the rendered folder when they point inside
+  it, so a reference's `reference_dom.json` does not depend on where the checkout lives. `data:`
+  URLs are written as their media type plus a sha256 of the whole URL, keeping the file small while
+  still telling two inline images apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+
+from veriharness import tools
+from veriharness.hashing import sha256_bytes, sha256_file
+
+__all__ = [
+    "CHROMIUM_ARGS",
+    "Size",
+    "Timings",
+    "BlockedRequest",
+    "RenderRecord",
+    "TextBox",
+    "ImageBox",
+    "DomRecord",
+    "BatchItem",
+    "RenderSetupError",
+    "Capture",
+    "Renderer",
+    "render_answer",
+    "render_reference",
+    "read_batch",
+    "reference_size",
+    "task_viewport",
+    "add_render_arguments",
+    "run_render",
+    "add_render_reference_arguments",
+    "run_render_reference",
+]
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    # Second fence behind the route: no host name resolves, so no DNS query leaves either.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+
+DEFAULT_LOAD_TIMEOUT_S = 30.0
+
+# Stops CSS motion so a capture shows the settled page rather than a frame mid-animation.
+FREEZE_CSS = (
+    "*,*::before,*::after{animation:none!important;transition:none!important;"
+    "caret-color:transparent!important;scroll-behavior:auto!important}"
+)
+
+# Returns the dom.json body (without paths rewritten); runs inside the page.
+DOM_SCRIPT = r"""
+() => {
+  const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'TITLE']);
+  const sx = window.scrollX, sy = window.scrollY;
+  const box = r => ({x: r.left + sx, y: r.top + sy, width: r.width, height: r.height});
+  const shown = el => el.checkVisibility({opacityProperty: true, visibilityProperty: true});
+  const paint = new OffscreenCanvas(1, 1).getContext('2d', {willReadFrequently: true});
+  const colours = new Map();
+  const rgb = css => {
+    if (!colours.has(css)) {
+      const m = css.match(/^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/);
+      if (m) {
+        colours.set(css, [m[1], m[2], m[3]].map(v => Math.round(Number(v))));
+      } else {
+        paint.clearRect(0, 0, 1, 1);
+        paint.fillStyle = css;
+        paint.fillRect(0, 0, 1, 1);
+        colours.set(css, Array.from(paint.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+      }
+    }
+    return colours.get(css);
+  };
+  const positioning = el => {
+    for (let e = el; e; e = e.parentElement) {
+      const p = getComputedStyle(e).position;
+      if (p !== 'static') return p;
+    }
+    return 'static';
+  };
+  const texts = [];
+  const root = document.body || document.documentElement;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!el || SKIP.has(el.tagName) || !shown(el)) continue;
+    const text = node.textContent.replace(/\s+/g, ' ').trim();
+    if (!text) continue;
+    range.selectNodeContents(node);
+    const r = range.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) continue;
+    const cs = getComputedStyle(el);
+    const pos = positioning(el);
+    texts.push({text, ...box(r), font_size_px: parseFloat(cs.fontSize),
+                font_weight: parseInt(cs.fontWeight, 10) || 400, color: rgb(cs.color),
+                positioning: pos, pinned: pos === 'absolute' || pos === 'fixed'});
+  }
+  const images = [];
+  for (const el of root.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0 || !shown(el)) continue;
+    const tag = el.localName;
+    const item = {...box(r), natural_width: null, natural_height: null};
+    if (tag === 'img') {
+      images.push({...item, kind: 'img', src: el.currentSrc || el.getAttribute('src') || null,
+                   natural_width: el.naturalWidth, natural_height: el.naturalHeight});
+    } else if (tag === 'svg' && !el.parentElement?.closest('svg')) {
+      images.push({...item, kind: 'svg', src: null});
+    } else if (tag === 'canvas') {
+      images.push({...item, kind: 'canvas', src: null,
+                   natural_width: el.width, natural_height: el.height});
+    }
+    const bg = getComputedStyle(el).backgroundImage;
+    for (const m of bg.matchAll(/url\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^)]*))\s*\)/g)) {
+      images.push({...item, kind: 'background', src: m[1] ?? m[2] ?? m[3].trim()});
+    }
+  }
+  const de = document.documentElement;
+  const page = {width: Math.max(de.scrollWidth, document.body?.scrollWidth || 0),
+                height: Math.max(de.scrollHeight, document.body?.scrollHeight || 0)};
+  return {page, texts, images};
+}
+"""
+
+Status = Literal["ok", "missing_answer", "empty_answer", "error"]
+Positioning = Literal["static", "relative", "absolute", "fixed", "sticky"]
+
+
+class Size(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    width: PositiveInt
+    height: PositiveInt
+
+
+class Timings(BaseModel):
+    launch_ms: float | None = Field(default=None, description="only on the page that paid for it")
+    load_ms: float
+    capture_ms: float
+
+
+class BlockedRequest(BaseModel):
+    url: str
+    resource_type: str
+
+
+class RenderRecord(BaseModel):
+    kind: Literal["render"] = "render"
+    status: Status
+    viewport: Size
+    page: Size
+    full_page: bool
+    timings: Timings
+    blocked_requests: list[BlockedRequest]
+    console_errors: list[str]
+    page_errors: list[str]
+    error: str | None
+    answer_sha256: str | None
+
+
+class TextBox(BaseModel):
+    text: str
+    x: float
+    y: float
+    width: float
+    height: float
+    font_size_px: float
+    font_weight: int
+    color: tuple[int, int, int]
+    positioning: Positioning
+    pinned: bool
+
+
+class ImageBox(BaseModel):
+    kind: Literal["img", "background", "svg", "canvas"]
+    src: str | None
+    x: float
+    y: float
+    width: float
+    height: float
+    natural_width: int | None
+    natural_height: int | None
+
+
+class DomRecord(BaseModel):
+    kind: Literal["dom"] = "dom"
+    viewport: Size
+    page: Size
+    texts: list[TextBox]
+    images: list[ImageBox]
+
+
+class BatchItem(BaseModel):
+    """One line of a `--batch` file."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer_dir: Path
+    reference: Path
+    out: Path
+
+
+class RenderSetupError(RuntimeError):
+    """The stage cannot run at all: no Chromium, or arguments it cannot use."""
+
+
+class Capture(BaseModel):
+    """What one page load produced, before anything is written to disk."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    status: Status
+    error: str | None = None
+    viewport_png: bytes | None = None
+    full_png: bytes | None = None
+    dom: DomRecord
+    timings: Timings
+    blocked_requests: list[BlockedRequest] = []
+    console_errors: list[str] = []
+    page_errors: list[str] = []
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 1)
+
+
+def _inside(url: str, root: Path) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return False
+    return Path(unquote(parts.path)).resolve().is_relative_to(root)
+
+
+def _tidy_src(src: str | None, root: Path) -> str | None:
+    if src is None:
+        return None
+    if src.startswith("data:"):
+        media = src[5:].split(",", 1)[0].split(";", 1)[0] or "text/plain"
+        return f"data:{media};{sha256_bytes(src.encode())}"
+    if _inside(src, root):
+        return Path(unquote(urlsplit(src).path)).resolve().relative_to(root).as_posix()
+    return src
+
+
+class Renderer:
+    """One Chromium for many pages; use as a context manager."""
+
+    def __init__(self, load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S, chromium: str | None = None):
+        if not load_timeout_s > 0:
+            raise RenderSetupError(f"load timeout must be > 0 seconds, got {load_timeout_s!r}")
+        self.load_timeout_ms = load_timeout_s * 1000
+        try:
+            self.executable = tools.find_chromium(chromium)
+        except tools.MissingTool as missing:
+            raise RenderSetupError(str(missing)) from missing
+        self.launch_ms: float | None = None
+        self._launch_reported = False
+
+    def __enter__(self) -> Renderer:
+        from playwright.sync_api import sync_playwright
+
+        start = time.perf_counter()
+        self._playwright = sync_playwright().start()
+        try:
+            self._browser = self._playwright.chromium.launch(
+                executable_path=str(self.executable), args=CHROMIUM_ARGS
+            )
+        except Exception as exc:
+            self._playwright.stop()
+            raise RenderSetupError(f"Chromium at {self.executable} did not start: {exc}") from exc
+        self.launch_ms = _ms(start)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._browser.close()
+        self._playwright.stop()
+
+    def _take_launch_ms(self) -> float | None:
+        if self._launch_reported:
+            return None
+        self._launch_reported = True
+        return self.launch_ms
+
+    def capture(self, html: Path, root: Path, viewport: Size) -> Capture:
+        """Load `html` with only files under `root` reachable, and capture it."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        root = root.resolve()
+        blocked: list[BlockedRequest] = []
+        console: list[str] = []
+        errors: list[str] = []
+
+        def route(route, request) -> None:  # type: ignore[no-untyped-def]
+            if _inside(request.url, root):
+                route.continue_()
+            else:
+                blocked.append(BlockedRequest(url=request.url, resource_type=request.resource_type))
+                route.abort("blockedbyclient")
+
+        def socket(ws) -> None:  # type: ignore[no-untyped-def]
+            blocked.append(BlockedRequest(url=ws.url, resource_type="websocket"))
+            ws.close()
+
+        context = self._browser.new_context(
+            viewport=viewport.model_dump(),
+            device_scale_factor=1,
+            reduced_motion="reduce",
+            accept_downloads=False,
+            service_workers="block",
+        )
+        launch_ms = self._take_launch_ms()
+        dom = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+        start, load_ms = time.perf_counter(), 0.0
+        try:
+            context.route("**/*", route)
+            context.route_web_socket("**/*", socket)
+            page = context.new_page()
+            page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            timeout = self.load_timeout_ms
+            page.goto(html.resolve().as_uri(), wait_until="load", timeout=timeout)
+            page.add_style_tag(content=FREEZE_CSS)
+            page.wait_for_function("() => document.fonts.ready.then(() => true)", timeout=timeout)
+            load_ms, start = _ms(start), time.perf_counter()
+            raw = page.wait_for_function(DOM_SCRIPT, timeout=timeout).json_value()
+            for image in raw["images"]:
+                image["src"] = _tidy_src(image["src"], root)
+            dom = DomRecord(
+                viewport=viewport, page=raw["page"], texts=raw["texts"], images=raw["images"]
+            )
+            shot = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
+            full = None
+            if dom.page.height > viewport.height:
+                full = page.screenshot(
+                    full_page=True, animations="disabled", caret="hide", timeout=timeout
+                )
+            status, error = "ok", None
+        except PlaywrightError as exc:
+            shot = full = None
+            status, error = "error", str(exc).strip()
+            load_ms = load_ms or _ms(start)
+            start = time.perf_counter()
+        finally:
+            context.close()
+        return Capture(
+            status=status,
+            error=error,
+            viewport_png=shot,
+            full_png=full,
+            dom=dom,
+            timings=Timings(launch_ms=launch_ms, load_ms=load_ms, capture_ms=_ms(start)),
+            blocked_requests=blocked,
+            console_errors=console,
+            page_errors=errors,
+        )
+
+
+def _white_png(viewport: Size) -> bytes:
+    from io import BytesIO
+
+    buffer = BytesIO()
+    Image.new("RGB", (viewport.width, viewport.height), "white").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _write_json(path: Path, model: BaseModel) -> None:
+    path.write_text(model.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+def reference_size(reference: Path) -> Size:
+    try:
+        with Image.open(reference) as image:
+            width, height = image.size
+    except (OSError, ValueError) as exc:
+        raise RenderSetupError(f"reference image {reference} cannot be read: {exc}") from exc
+    return Size(width=width, height=height)
+
+
+def _answer_state(answer: Path) -> Status | None:
+    if not answer.is_file():
+        return "missing_answer"
+    if not answer.read_bytes().strip():
+        return "empty_answer"
+    return None
+
+
+def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Path) -> RenderRecord:
+    """Render `answer_dir/answer.html` at the size of `reference`; write the outputs into `out`."""
+    viewport = reference_size(reference)
+    answer = answer_dir / "answer.html"
+    state = _answer_state(answer)
+    if state is None:
+        capture = renderer.capture(answer, answer_dir, viewport)
+    else:
+        empty = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+        capture = Capture(status=state, dom=empty, timings=Timings(load_ms=0, capture_ms=0))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "render.png").write_bytes(capture.viewport_png or _white_png(viewport))
+    full = out / "render_full.png"
+    if capture.full_png is not None:
+        full.write_bytes(capture.full_png)
+    elif full.exists():
+        full.unlink()  # a stale capture from an earlier render would contradict render.json
+    record = RenderRecord(
+        status=capture.status,
+        viewport=viewport,
+        page=capture.dom.page,
+        full_page=capture.full_png is not None,
+        timings=capture.timings,
+        blocked_requests=capture.blocked_requests,
+        console_errors=capture.console_errors,
+        page_errors=capture.page_errors,
+        error=capture.error,
+        answer_sha256=sha256_file(answer) if answer.is_file() else None,
+    )
+    _write_json(out / "dom.json", capture.dom)
+    out_json = json.loads(record.model_dump_json())
+    if record.timings.launch_ms is None:
+        del out_json["timings"]["launch_ms"]
+    (out / "render.json").write_text(json.dumps(out_json, indent=1) + "\n")
+    return record
+
+
+class _TaskView(BaseModel):
+    viewport: Size
+
+
+def task_viewport(task_dir: Path) -> Size:
+    import yaml
+
+    path = task_dir / "task.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise RenderSetupError(f"{path} cannot be read: {exc}") from exc
+    try:
+        return _TaskView.model_validate(raw, strict=False).viewport
+    except ValidationError as exc:
+        raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
+
+
+def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
+    """Render tasks/<id>/reference.html; write reference.png and reference_dom.json next to it.
+
+    A reference that blocks requests, throws, or fails to load is refused: it would be a broken
+    yardstick for every run scored against it.
+    """
+    viewport = task_viewport(task_dir)
+    html = task_dir / "reference.html"
+    if not html.is_file():
+        raise RenderSetupError(f"{html} does not exist")
+    capture = renderer.capture(html, task_dir, viewport)
+    problems = [f"load failed: {capture.error}"] if capture.status != "ok" else []
+    problems += [f"blocked request {b.url}" for b in capture.blocked_requests]
+    problems += [f"page error {e}" for e in capture.page_errors]
+    problems += [f"console error {e}" for e in capture.console_errors]
+    if problems or capture.viewport_png is None:
+        raise RenderSetupError(f"{html} is not a clean reference: " + "; ".join(problems))
+    (task_dir / "reference.png").write_bytes(capture.viewport_png)
+    _write_json(task_dir / "reference_dom.json", capture.dom)
+    return capture.dom
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
+        for e in exc.errors()
+    )
+
+
+def read_batch(path: Path) -> list[BatchItem]:
+    """Every line of a batch file, all checked before any page is rendered."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise RenderSetupError(f"batch file {path} cannot be read: {exc}") from exc
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(BatchItem.model_validate_json(line))
+        except ValidationError as exc:
+            raise RenderSetupError(f"{path} line {number}: {_describe(exc)}") from exc
+    if not items:
+        raise RenderSetupError(f"batch file {path} holds no runs")
+    return items
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=DEFAULT_LOAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="page-load time limit (default %(default)s)",
+    )
+    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
+    parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
+    parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
+    parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    _add_common(parser)
+
+
+def _fail(message: str) -> int:
+    print(f"veriharness: {message}", file=sys.stderr)
+    return 2
+
+
+def run_render(args: argparse.Namespace) -> int:
+    single = [args.answer_dir, args.reference, args.out]
+    try:
+        if args.batch is not None:
+            if any(v is not None for v in single):
+                raise RenderSetupError(
+                    "--batch cannot be combined with --answer-dir/--reference/--out"
+                )
+            items = read_batch(args.batch)
+        elif None in single:
+            raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
+        else:
+            items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
+        for item in items:
+            reference_size(item.reference)
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for item in items:
+                record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+                print(f"{record.status:<15} {item.out}")
+    except RenderSetupError as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "task_dirs",
+        type=Path,
+        nargs="+",
+        metavar="TASK_DIR",
+        help="tasks/<id> folder(s) holding task.yaml and reference.html",
+    )
+    _add_common(parser)
+
+
+def run_render_reference(args: argparse.Namespace) -> int:
+    try:
+        for task_dir in args.task_dirs:
+            task_viewport(task_dir)
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for task_dir in args.task_dirs:
+                dom = render_reference(renderer, task_dir)
+                print(
+                    f"ok {task_dir}: {dom.viewport.width}x{dom.viewport.height}, "
+                    f"{len(dom.texts)} texts, {len(dom.images)} images"
+                )
+    except RenderSetupError as exc:
+        return _fail(str(exc))
+    return 0
