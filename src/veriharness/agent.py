@@ -19,17 +19,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from veriharness.config import ExperimentConfig, load_experiment_config
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, load_catalog
+from veriharness.mllm.catalog import OFFLINE_URL_ENV
 from veriharness.tools import claude_version, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
+
+if TYPE_CHECKING:
+    from veriharness.config import ExperimentConfig
 
 __all__ = [
     "USER_MESSAGE",
@@ -381,6 +383,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from veriharness.config import load_experiment_config
+
     config = load_experiment_config(args.config)
     outcome = run_session(plan_session(config, args.run_dir, args.task_dir))
     print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))

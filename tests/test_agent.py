@@ -1,0 +1,159 @@
+"""The agent stage: command, environment, transcript capture, timeouts and outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from veriharness.agent import (
+    USER_MESSAGE,
+    SessionPlan,
+    command_line,
+    run_session,
+    session_environment,
+    summarize_transcript,
+)
+
+
+def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
+    run_dir = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "system_prompt.md").write_text("system prompt")
+    reference = tmp_path / "reference.png"
+    reference.write_bytes(b"png")
+    fields: dict[str, object] = dict(
+        run_dir=run_dir,
+        reference=reference,
+        system_prompt=run_dir / "system_prompt.md",
+        catalog=tmp_path / "catalog.yaml",
+        taxonomy=tmp_path / "taxonomy.yaml",
+        claude=claude,
+        endpoint="offline",
+        base_url=None,
+        api_key_env="ANTHROPIC_API_KEY",
+        model="veriharness-offline-agent-1",
+        max_turns=7,
+        wall_clock_seconds=30,
+        allowed_tools=["Read", "Write", "mcp__mllm__call"],
+        tool_search=False,
+        workspace_root=tmp_path / "workspaces",
+        keep_workspace=False,
+        log_model_requests=False,
+        project=tmp_path / "project",
+        label="cond-task-r1",
+    )
+    fields.update(overrides)
+    (tmp_path / "project").mkdir(exist_ok=True)
+    return SessionPlan(**fields)  # type: ignore[arg-type]
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "fake-claude"
+    path.write_text("#!/usr/bin/env bash\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_command_line_has_every_session_setting(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, Path("/bin/true"))
+    command = command_line(plan, tmp_path / "mcp.json")
+    text = " ".join(command)
+    assert command[1:3] == ["-p", USER_MESSAGE]
+    for expected in (
+        "--output-format stream-json",
+        "--verbose",
+        f"--append-system-prompt-file {plan.system_prompt}",
+        f"--mcp-config {tmp_path / 'mcp.json'}",
+        "--strict-mcp-config",
+        "--max-turns 7",
+        "--model veriharness-offline-agent-1",
+        "--allowedTools Read,Write,mcp__mllm__call",
+        "--permission-mode bypassPermissions",
+    ):
+        assert expected in text
+
+
+def test_environment_masks_keys_and_drops_callers_anthropic_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://callers-own-proxy.invalid")
+    monkeypatch.setenv("MY_GATEWAY_KEY", "sk-secret-value")
+    plan = _plan(
+        tmp_path, Path("/bin/true"), endpoint="gateway", base_url="http://10.1.2.3:9/private",
+        api_key_env="MY_GATEWAY_KEY",
+    )  # fmt: skip
+    env, recorded = session_environment(plan, tmp_path / "cfg", None)
+    assert env["ANTHROPIC_API_KEY"] == "sk-secret-value"
+    assert env["ANTHROPIC_BASE_URL"] == "http://10.1.2.3:9/private"
+    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "cfg")
+    assert env["ENABLE_TOOL_SEARCH"] == "false"
+    assert "sk-secret-value" not in json.dumps(recorded)
+    assert "10.1.2.3" not in json.dumps(recorded)
+    assert recorded["ANTHROPIC_API_KEY"] == "***"
+
+
+def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", api_key_env="NOT_SET_ANYWHERE")
+    with pytest.raises(RuntimeError, match="NOT_SET_ANYWHERE"):
+        session_environment(plan, tmp_path / "cfg", None)
+
+
+def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    events = [
+        {"type": "system", "subtype": "init", "mcp_servers": [{"name": "mllm", "status": "connected"}]},
+        {"type": "assistant", "message": {"content": []}},
+        {"type": "result", "subtype": "success", "is_error": False, "num_turns": 4,
+         "total_cost_usd": 0.5, "duration_ms": 1200, "session_id": "s1",
+         "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 3,
+                   "cache_creation_input_tokens": 2, "server_tool_use": {}}},
+    ]  # fmt: skip
+    transcript.write_text("\n".join(json.dumps(e) for e in events) + "\n{cut-off line")
+    summary = summarize_transcript(transcript)
+    assert summary["mllm_connected"] is True
+    assert summary["num_turns"] == 4
+    assert summary["usage"].cache_read_input_tokens == 3
+    assert summary["result_subtype"] == "success"
+
+
+def test_wall_clock_limit_kills_the_whole_process_group(tmp_path: Path) -> None:
+    child_pid = tmp_path / "child.pid"
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        'echo \'{"type":"system","subtype":"init","mcp_servers":[]}\'\n'
+        f"sleep 300 & echo $! > {child_pid}\n"
+        "sleep 300\n",
+    )
+    plan = _plan(tmp_path, claude, wall_clock_seconds=2)
+    outcome = run_session(plan)
+    assert outcome.status == "timeout"
+    assert "wall-clock" in (outcome.error or "")
+    assert outcome.answer_present is False
+    lines = (plan.run_dir / "transcript.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["subtype"] == "init"
+    pid = int(child_pid.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    recorded = json.loads((plan.run_dir / "outcome.json").read_text())
+    assert recorded["status"] == "timeout" and recorded["offline"] is True
+    assert not any((tmp_path / "workspaces").iterdir()), "workspace must be removed"
+
+
+def test_a_crashing_cli_is_a_recorded_failure(tmp_path: Path) -> None:
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        "echo 'boom' >&2; exit 3\n",
+    )
+    plan = _plan(tmp_path, claude)
+    outcome = run_session(plan)
+    assert outcome.status == "failed" and outcome.exit_code == 3
+    assert "boom" in (plan.run_dir / "claude_stderr.log").read_text()

@@ -1,0 +1,82 @@
+"""Workspaces are made only where nothing of the project or a repository can leak in."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from veriharness.workspace import (
+    WorkspaceError,
+    check_workspace_root,
+    copy_answer,
+    create_workspace,
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def reference(tmp_path: Path) -> Path:
+    path = tmp_path / "ref.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\nnot-really")
+    return path
+
+
+def test_root_inside_the_project_is_refused(project: Path) -> None:
+    with pytest.raises(WorkspaceError, match="inside the project tree"):
+        check_workspace_root(project / "ws", project)
+
+
+def test_root_under_a_git_repository_is_refused(tmp_path: Path, project: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with pytest.raises(WorkspaceError, match=r"\.git"):
+        check_workspace_root(repo / "deep" / "ws", project)
+
+
+def test_root_under_a_claude_md_is_refused(tmp_path: Path, project: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "CLAUDE.md").write_text("private notes")
+    with pytest.raises(WorkspaceError, match="CLAUDE.md"):
+        check_workspace_root(tmp_path / "notes" / "ws", project)
+
+
+def test_workspace_holds_only_the_reference(tmp_path: Path, project: Path, reference: Path) -> None:
+    workspace = create_workspace(tmp_path / "wsroot", project, reference, "cond/task/r1")
+    assert [p.name for p in workspace.iterdir()] == ["reference.png"]
+    assert (workspace / "reference.png").read_bytes() == reference.read_bytes()
+    assert workspace.parent == (tmp_path / "wsroot").resolve()
+    assert "/" not in workspace.name
+
+
+def test_copy_answer_keeps_entrypoint_and_assets_only(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "assets").mkdir(parents=True)
+    (workspace / "answer.html").write_text("<p>hi</p>")
+    (workspace / "assets" / "logo.svg").write_text("<svg/>")
+    (workspace / "draft.png").write_bytes(b"draft")
+    answer = tmp_path / "run" / "answer"
+    answer.mkdir(parents=True)
+    (answer / "stale.html").write_text("old")
+    assert copy_answer(workspace, answer) is True
+    assert sorted(str(p.relative_to(answer)) for p in answer.rglob("*")) == [
+        "answer.html",
+        "assets",
+        "assets/logo.svg",
+    ]
+
+
+def test_copy_answer_without_entrypoint_reports_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    answer = tmp_path / "answer"
+    assert copy_answer(workspace, answer) is False
+    assert answer.is_dir() and not any(answer.iterdir())
