@@ -1,0 +1,212 @@
+"""The collected tables, declared as data.
+
+Each table is a tuple of `Column`s: its name, its pandas dtype, where the value comes from, and a
+one-line meaning. A `source` of the form ``file:dotted.path`` is read generically from that file of
+the run folder (`tables.py` walks the path); ``derived:`` columns are computed by `tables.py` from
+several files. Some column families only exist once the data names them (one column per agent tool,
+metric or audit flag seen); they are declared as `ColumnFamily` prefixes.
+
+`schema_markdown()` renders these declarations; docs/tables.md embeds its output, and a test keeps
+the two in step, so the documentation cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = [
+    "Column",
+    "ColumnFamily",
+    "RUN_KEYS",
+    "RUNS",
+    "RUNS_FAMILIES",
+    "AGENT_TOOL_CALLS",
+    "MLLM_CALLS",
+    "CAPABILITY_TAGS",
+    "CAPABILITY_COMBINATIONS",
+    "TABLES",
+    "RUN_STATUSES",
+    "schema_markdown",
+]
+
+
+class Column(NamedTuple):
+    name: str
+    dtype: str
+    source: str
+    doc: str
+
+
+class ColumnFamily(NamedTuple):
+    prefix: str
+    dtype: str
+    source: str
+    doc: str
+
+
+RUN_STATUSES = (
+    "ok",
+    "failed",
+    "timeout",
+    "max_turns",
+    "missing_answer",
+    "not_started",
+    "missing",
+)
+
+RUN_KEYS: tuple[Column, ...] = (
+    Column("experiment", "string", "derived:experiment", "experiment id (the results folder name)"),
+    Column("condition", "string", "derived:condition", "condition id (from the run folder path)"),
+    Column("task", "string", "derived:task", "task id (from the run folder path)"),
+    Column("replicate", "Int64", "derived:replicate", "replicate number k of r<k>"),
+)
+
+RUNS: tuple[Column, ...] = RUN_KEYS + (
+    Column("identity_hash", "string", "run.json:identity_hash", "hash of the run's identity"),
+    Column("offline", "boolean", "run.json:offline", "ran against the embedded offline model"),
+    Column("status", "string", "derived:status", "one of " + ", ".join(RUN_STATUSES)),
+    Column("reason", "string", "derived:reason", "why the status is not ok (empty when ok)"),
+    Column(
+        "read_errors",
+        "string",
+        "derived:read_errors",
+        "files of the run that were missing or unreadable, '; '-separated (empty when none)",
+    ),
+    Column("in_matrix", "boolean", "derived:in_matrix", "the run is in the expected matrix"),
+    Column("outcome_status", "string", "outcome.json:status", "status written by run-agent"),
+    Column("exit_code", "Int64", "outcome.json:exit_code", "claude exit code"),
+    Column("result_subtype", "string", "outcome.json:result_subtype", "stream-json result subtype"),
+    Column("turns", "Int64", "outcome.json:num_turns", "agent turns reported by claude"),
+    Column("cost_usd", "Float64", "outcome.json:total_cost_usd", "cost reported by claude"),
+    Column("input_tokens", "Int64", "outcome.json:usage.input_tokens", "agent input tokens"),
+    Column("output_tokens", "Int64", "outcome.json:usage.output_tokens", "agent output tokens"),
+    Column(
+        "cache_read_tokens",
+        "Int64",
+        "outcome.json:usage.cache_read_input_tokens",
+        "agent tokens read from the prompt cache",
+    ),
+    Column(
+        "cache_write_tokens",
+        "Int64",
+        "outcome.json:usage.cache_creation_input_tokens",
+        "agent tokens written to the prompt cache",
+    ),
+    Column("duration_ms", "Int64", "outcome.json:duration_ms", "session duration from claude"),
+    Column(
+        "wall_seconds", "Float64", "outcome.json:wall_seconds", "wall time measured by run-agent"
+    ),
+    Column("mllm_connected", "boolean", "outcome.json:mllm_connected", "mllm server connected"),
+    Column("answer_present", "boolean", "outcome.json:answer_present", "answer.html was produced"),
+    Column("claude_version", "string", "outcome.json:claude_version", "claude CLI version"),
+    Column("session_id", "string", "outcome.json:session_id", "claude session id"),
+    Column("agent_tool_calls", "Int64", "derived:agent_tool_calls", "tool uses in the transcript"),
+    Column(
+        "mllm_calls",
+        "Int64",
+        "derived:mllm_calls",
+        "CallMLLM calls in mllm_trace.jsonl (started, plus rejected before start)",
+    ),
+    Column("mllm_calls_failed", "Int64", "derived:mllm_calls_failed", "calls that failed"),
+    Column("mllm_calls_rejected", "Int64", "derived:mllm_calls_rejected", "calls rejected"),
+    Column("render_status", "string", "render/render.json:status", "status written by render"),
+    Column("metrics_status", "string", "metrics.json:status", "status written by score"),
+    Column("run_record", "string", "derived:run_record", "path of run.json, relative to results/"),
+)
+
+RUNS_FAMILIES: tuple[ColumnFamily, ...] = (
+    ColumnFamily(
+        "tool_calls_", "Int64", "transcript.jsonl", "tool uses of that tool (one per tool)"
+    ),
+    ColumnFamily("metric_", "Float64", "metrics.json:metrics", "each fidelity metric score names"),
+    ColumnFamily("audit_", "boolean", "audit.json:flags", "each artifact-rule flag audit names"),
+)
+
+AGENT_TOOL_CALLS: tuple[Column, ...] = RUN_KEYS + (
+    Column("seq", "Int64", "derived:seq", "0-based order of the tool use within the run"),
+    Column("turn", "Int64", "derived:turn", "0-based index of the assistant message holding it"),
+    Column("tool_use_id", "string", "transcript:tool_use.id", "id of the tool use"),
+    Column("tool", "string", "transcript:tool_use.name", "tool name, e.g. Write, mcp__mllm__call"),
+    Column(
+        "input_summary",
+        "string",
+        "derived:input_summary",
+        "the input as JSON; long strings cut with '…[N chars]' giving the original length",
+    ),
+    Column("is_error", "boolean", "transcript:tool_result.is_error", "its result was an error"),
+    Column("has_result", "boolean", "derived:has_result", "a tool_result answered it"),
+    Column("timestamp", "string", "transcript:timestamp", "event timestamp when the event has one"),
+)
+
+MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
+    Column("call_id", "string", "mllm_trace:call_id", "id of the call"),
+    Column("seq", "Int64", "derived:seq", "0-based order of the call within the run"),
+    Column(
+        "outcome",
+        "string",
+        "derived:outcome",
+        "completed, failed, rejected, or unfinished (started without an end event)",
+    ),
+    Column("started_at", "string", "mllm_trace:mllm_call_started.time", "start time"),
+    Column("tags", "list<string>", "mllm_trace:declared_capability_tags", "tags as declared"),
+    Column("combination", "string", "derived:combination", "sorted unique tags joined by '+'"),
+    Column("n_tags", "Int64", "derived:n_tags", "number of distinct tags"),
+    Column("taxonomy_version", "string", "mllm_trace:taxonomy.version", "taxonomy version"),
+    Column("instruction_chars", "Int64", "derived:instruction_chars", "length of the instruction"),
+    Column("image_count", "Int64", "derived:image_count", "image inputs"),
+    Column("region_count", "Int64", "derived:region_count", "image inputs with a region"),
+    Column("text_count", "Int64", "derived:text_count", "text inputs"),
+    Column("output_kind", "string", "mllm_trace:output.kind", "text or json"),
+    Column("schema_present", "boolean", "derived:schema_present", "json output with a schema"),
+    Column("requested_profile", "string", "mllm_trace:requested_model_profile", "as asked"),
+    Column("resolved_profile", "string", "mllm_trace:resolved_model_profile", "as resolved"),
+    Column("provider_model", "string", "mllm_trace:provider_model", "model the provider named"),
+    Column("latency_ms", "Float64", "mllm_trace:latency_ms", "latency of the end event"),
+    Column("input_tokens", "Int64", "mllm_trace:usage.input_tokens", "model input tokens"),
+    Column("output_tokens", "Int64", "mllm_trace:usage.output_tokens", "model output tokens"),
+    Column("parse_status", "string", "mllm_trace:parse_status", "not_applicable/ok/invalid_json/…"),
+    Column("error_type", "string", "mllm_trace:error_type", "error class of a failed call"),
+    Column("error", "string", "mllm_trace:error", "error text of a failed or rejected call"),
+)
+
+CAPABILITY_TAGS: tuple[Column, ...] = RUN_KEYS + (
+    Column("call_id", "string", "mllm_calls:call_id", "id of the call"),
+    Column("tag", "string", "mllm_calls:tags", "one declared tag"),
+    Column("family", "string", "derived:family", "the tag's family letter (A-H, Z)"),
+    Column("combination", "string", "mllm_calls:combination", "the call's combination key"),
+    Column("n_tags", "Int64", "mllm_calls:n_tags", "tags on the call"),
+    Column("outcome", "string", "mllm_calls:outcome", "the call's outcome"),
+)
+
+CAPABILITY_COMBINATIONS: tuple[Column, ...] = (
+    Column("condition", "string", "mllm_calls:condition", "condition id"),
+    Column("combination", "string", "mllm_calls:combination", "combination key"),
+    Column("n_tags", "Int64", "mllm_calls:n_tags", "tags in the combination"),
+    Column("calls", "Int64", "derived:count", "calls with exactly this combination"),
+    Column("runs", "Int64", "derived:count", "runs with at least one such call"),
+    Column("share_of_calls", "Float64", "derived:share", "calls / all calls of the condition"),
+)
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "runs": RUNS,
+    "agent_tool_calls": AGENT_TOOL_CALLS,
+    "mllm_calls": MLLM_CALLS,
+    "capability_tags": CAPABILITY_TAGS,
+    "capability_combinations": CAPABILITY_COMBINATIONS,
+}
+
+
+def schema_markdown() -> str:
+    """Every table's columns as markdown (the generated part of docs/tables.md)."""
+    parts: list[str] = []
+    for table, columns in TABLES.items():
+        parts.append(
+            f"### `{table}`\n\n| column | type | source | meaning |\n| --- | --- | --- | --- |"
+        )
+        for col in columns:
+            parts.append(f"| `{col.name}` | {col.dtype} | `{col.source}` | {col.doc} |")
+        if table == "runs":
+            for fam in RUNS_FAMILIES:
+                parts.append(f"| `{fam.prefix}<name>` | {fam.dtype} | `{fam.source}` | {fam.doc} |")
+        parts.append("")
+    return "\n".join(parts)
