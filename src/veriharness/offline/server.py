@@ -1,0 +1,228 @@
+"""The offline model's HTTP server: Anthropic Messages for the agent, OpenAI chat for CallMLLM.
+
+One loopback port serves both APIs, so a session needs one address (`ANTHROPIC_BASE_URL` for
+`claude -p`, `VERIHARNESS_OFFLINE_URL` for the catalog's offline profile). Any API key is
+accepted: nothing here is secret and nothing leaves the machine.
+
+With a request log, every request is appended as one JSON line (`method`, `path`, `body`) before
+it is answered, so a test can prove what the model was (and was not) sent. A body that is not
+JSON is logged as text.
+
+`running_offline_server()` runs the same server in a background thread for the agent stage and
+for tests; the `serve-offline` verb runs it in the foreground until terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.offline.agent_policy import PolicyInputError, next_message
+from veriharness.offline.sse import approx_tokens, encode_sse
+from veriharness.offline.vision import VisionRequestError, chat_completion
+
+__all__ = [
+    "OfflineServer",
+    "running_offline_server",
+    "models_listing",
+    "add_arguments",
+    "run",
+]
+
+_CREATED = "2026-01-01T00:00:00Z"
+_CREATED_UNIX = 1767225600
+
+
+class OfflineServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows where to log requests."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], request_log: Path | None = None) -> None:
+        super().__init__(address, _Handler)
+        self.request_log = request_log
+        self.log_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def log_request_body(self, method: str, path: str, body: Any) -> None:
+        if self.request_log is None:
+            return
+        line = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
+        with self.log_lock, open(self.request_log, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def _model_entry(model_id: str) -> dict[str, Any]:
+    # One object that satisfies both list shapes: Anthropic reads type/display_name/created_at,
+    # OpenAI clients read object/created/owned_by.
+    return {
+        "id": model_id,
+        "type": "model",
+        "object": "model",
+        "display_name": f"{model_id} (VeriHarness offline stand-in)",
+        "created_at": _CREATED,
+        "created": _CREATED_UNIX,
+        "owned_by": "veriharness-offline",
+    }
+
+
+def models_listing() -> dict[str, Any]:
+    """GET /v1/models: both offline model names, in Anthropic and OpenAI shape at once."""
+    ids = [OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL]
+    return {
+        "object": "list",
+        "data": [_model_entry(model_id) for model_id in ids],
+        "has_more": False,
+        "first_id": ids[0],
+        "last_id": ids[-1],
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: OfflineServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # requests go to the request log, not stderr
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _read_body(self) -> tuple[Any, str | None]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None, None
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            return json.loads(text), None
+        except json.JSONDecodeError as error:
+            return text, f"request body is not valid JSON: {error}"
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _json(self, status: int, value: Any) -> None:
+        self._send(status, json.dumps(value).encode("utf-8"), "application/json")
+
+    def _error(self, status: int, kind: str, message: str) -> None:
+        # Anthropic's error shape; OpenAI clients read error.message and error.type from it too.
+        self._json(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+    # -- routes -----------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        path = urlsplit(self.path).path.rstrip("/")
+        self.server.log_request_body("GET", self.path, None)
+        if path == "/v1/models":
+            self._json(200, models_listing())
+        elif path.startswith("/v1/models/"):
+            model_id = unquote(path.removeprefix("/v1/models/"))
+            if model_id in (OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL):
+                self._json(200, _model_entry(model_id))
+            else:
+                self._error(404, "not_found_error", f"model {model_id!r} is not served here")
+        elif path == "":
+            self._json(200, {"service": "veriharness offline model", "models": models_listing()})
+        else:
+            self._error(404, "not_found_error", f"no such path: GET {path}")
+
+    def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
+        self.server.log_request_body("HEAD", self.path, None)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        path = urlsplit(self.path).path.rstrip("/")
+        body, problem = self._read_body()
+        self.server.log_request_body("POST", self.path, body)
+        if problem is not None:
+            self._error(400, "invalid_request_error", problem)
+        elif not isinstance(body, dict):
+            self._error(400, "invalid_request_error", "request body must be a JSON object")
+        elif path == "/v1/messages":
+            self._messages(body)
+        elif path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": approx_tokens(json.dumps(body))})
+        elif path == "/v1/chat/completions":
+            self._chat(body)
+        else:
+            self._error(404, "not_found_error", f"no such path: POST {path}")
+
+    def _messages(self, body: dict[str, Any]) -> None:
+        try:
+            message = next_message(body)
+        except PolicyInputError as error:
+            self._error(400, "invalid_request_error", str(error))
+            return
+        if body.get("stream") is True:
+            self._send(200, encode_sse(message), "text/event-stream; charset=utf-8")
+        else:
+            self._json(200, message.to_json())
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        try:
+            reply = chat_completion(body)
+        except VisionRequestError as error:
+            self._error(400, "invalid_request_error", str(error))
+            return
+        self._json(200, reply)
+
+
+@contextmanager
+def running_offline_server(request_log: Path | None = None) -> Iterator[str]:
+    """Serve on 127.0.0.1 at a free port in a background thread; yield the base URL."""
+    server = OfflineServer(("127.0.0.1", 0), request_log)
+    thread = threading.Thread(target=server.serve_forever, name="veriharness-offline", daemon=True)
+    thread.start()
+    try:
+        yield server.base_url
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
+    parser.add_argument("--port-file", type=Path, help="write the chosen port to this file")
+    parser.add_argument("--request-log", type=Path, help="append every request as a JSON line")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        print(f"serve-offline: --port must be 0..65535, got {args.port}", file=sys.stderr)
+        return 2
+    server = OfflineServer((args.host, args.port), args.request_log)
+    # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    if args.port_file is not None:
+        args.port_file.write_text(f"{server.server_address[1]}\n", encoding="utf-8")
+    print(f"serve-offline: listening on {server.base_url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
