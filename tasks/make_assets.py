@@ -72,7 +72,7 @@ def avatar(path: Path, colour: tuple[int, int, int]) -> None:
 
 def line_chart(path: Path) -> None:
     """A revenue line and area with light grid lines; the axis labels are DOM text on the page."""
-    width, height = 720, 280
+    width, height = 640, 280
     image = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(image)
     for i in range(5):
