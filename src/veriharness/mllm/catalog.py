@@ -56,7 +56,9 @@ class ProviderSettings(BaseModel):
             name = match.group(1)
             value = os.environ.get(name)
             if not value:
-                raise CatalogError(f"base_url refers to environment variable {name}, which is not set")
+                raise CatalogError(
+                    f"base_url refers to environment variable {name}, which is not set"
+                )
             return value
 
         return _ENV_REF.sub(expand, self.base_url).rstrip("/")

@@ -1,0 +1,272 @@
+"""Model backends: one HTTP request to a provider API per CallMLLM call.
+
+A backend turns a ``ModelRequest`` (instruction, labelled inputs, output contract; there is no
+field for capability tags, so they cannot reach a provider) into that API's JSON body, posts it
+once, and reads the reply text and token usage back. Two API styles exist: ``openai-chat``
+(``POST {base}/chat/completions``) and ``anthropic-messages`` (``POST {base}/v1/messages``).
+
+Every provider fault is mapped to ``ProviderError`` in ``Backend.send`` and nowhere else:
+connection failures, timeouts, HTTP error statuses (with the status and a short excerpt of the
+body) and bodies that are not in the API's shape. The HTTP transport is built with
+``retries=0`` and nothing above it retries, repairs or reprompts (D-0011). Messages never include
+the base URL or the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from veriharness.mllm.catalog import ProviderSettings
+from veriharness.mllm.images import PreparedImage
+from veriharness.mllm.schema import JsonOutput, TextOutput
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "ProviderError",
+    "PreparedText",
+    "ModelRequest",
+    "ModelReply",
+    "Backend",
+    "OpenAIChatBackend",
+    "AnthropicMessagesBackend",
+    "backend_for",
+    "make_client",
+    "contract_text",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+_BODY_EXCERPT_CHARS = 300
+ErrorType = Literal["connection", "timeout", "http_status", "bad_response"]
+
+
+class ProviderError(RuntimeError):
+    """The provider could not be reached or did not answer in its API's shape."""
+
+    def __init__(self, error_type: ErrorType, message: str) -> None:
+        super().__init__(message)
+        self.error_type: ErrorType = error_type
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    label: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything that reaches the provider; capability tags deliberately have no place here."""
+
+    instruction: str
+    inputs: tuple[PreparedText | PreparedImage, ...]
+    output: TextOutput | JsonOutput
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    provider_model: str | None
+
+
+def contract_text(output: TextOutput | JsonOutput) -> str | None:
+    """What the request text says about the reply format (nothing for plain text)."""
+    if isinstance(output, TextOutput):
+        return None
+    text = "Reply with one JSON value only, without prose or code fences."
+    if output.json_schema is not None:
+        schema = json.dumps(output.json_schema, ensure_ascii=False)
+        text += f" The JSON must validate against this JSON Schema:\n{schema}"
+    return text
+
+
+def _label_line(item: PreparedText | PreparedImage) -> str:
+    kind = "text" if isinstance(item, PreparedText) else "image"
+    return f'Input "{item.label}" ({kind}):'
+
+
+def make_client(settings: ProviderSettings) -> httpx.AsyncClient:
+    """A client with the profile's explicit timeouts and no transport-level retries."""
+    timeout = httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
+    return httpx.AsyncClient(
+        timeout=timeout, transport=httpx.AsyncHTTPTransport(retries=0), trust_env=False
+    )
+
+
+class Backend(ABC):
+    """One provider API style. Subclasses build the body and read the reply; nothing else."""
+
+    path: str
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self._base_url = settings.resolved_base_url()
+        self._api_key = settings.api_key()
+
+    @property
+    def url(self) -> str:
+        return self._base_url + self.path
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def payload(self, request: ModelRequest) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def parse(self, body: Any) -> ModelReply:
+        """Read the reply; raise KeyError, TypeError or ValueError when the shape is wrong."""
+
+    def encode(self, request: ModelRequest) -> bytes:
+        return json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._base_url, "<base_url>")
+
+    async def send(self, client: httpx.AsyncClient, request: ModelRequest) -> ModelReply:
+        """Exactly one POST; every fault becomes a ``ProviderError``."""
+        headers = {"content-type": "application/json", **self.headers()}
+        try:
+            response = await client.post(self.url, content=self.encode(request), headers=headers)
+        except httpx.TimeoutException as error:
+            raise ProviderError(
+                "timeout",
+                f"the model provider did not answer in time ({type(error).__name__}; "
+                f"timeout {self.settings.timeout_seconds}s, connect "
+                f"{self.settings.connect_timeout_seconds}s)",
+            ) from None
+        except httpx.TransportError as error:
+            raise ProviderError(
+                "connection",
+                self._scrub(f"cannot reach the model provider: {type(error).__name__}: {error}"),
+            ) from None
+        if response.status_code >= 400:
+            excerpt = response.text[:_BODY_EXCERPT_CHARS]
+            raise ProviderError(
+                "http_status",
+                self._scrub(f"the model provider answered HTTP {response.status_code}: {excerpt}"),
+            )
+        try:
+            return self.parse(response.json())
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            excerpt = response.text[:_BODY_EXCERPT_CHARS]
+            raise ProviderError(
+                "bad_response",
+                self._scrub(
+                    f"the model provider's reply is not in the {self.settings.api_style} shape "
+                    f"({type(error).__name__}: {error}); body starts: {excerpt}"
+                ),
+            ) from None
+
+
+def _usage(body: dict[str, Any], input_key: str, output_key: str) -> tuple[int | None, int | None]:
+    usage = body.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise TypeError("usage is not an object")
+    return usage.get(input_key), usage.get(output_key)
+
+
+def _require_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not a string")
+    return value
+
+
+class OpenAIChatBackend(Backend):
+    path = "/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": request.instruction}]
+        for item in request.inputs:
+            if isinstance(item, PreparedText):
+                parts.append({"type": "text", "text": f"{_label_line(item)}\n{item.content}"})
+            else:
+                data = base64.b64encode(item.data).decode("ascii")
+                parts.append({"type": "text", "text": _label_line(item)})
+                url = f"data:{item.media_type};base64,{data}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+        contract = contract_text(request.output)
+        if contract:
+            parts.append({"type": "text", "text": contract})
+        body: dict[str, Any] = {
+            "model": self.settings.model,
+            "max_tokens": self.settings.max_output_tokens,
+            "messages": [{"role": "user", "content": parts}],
+        }
+        if self.settings.native_json and isinstance(request.output, JsonOutput):
+            if request.output.json_schema is None:
+                body["response_format"] = {"type": "json_object"}
+            else:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": request.output.json_schema},
+                }
+        return body
+
+    def parse(self, body: Any) -> ModelReply:
+        message = body["choices"][0]["message"]
+        text = _require_str(message["content"], "choices[0].message.content")
+        tokens_in, tokens_out = _usage(body, "prompt_tokens", "completion_tokens")
+        return ModelReply(text, tokens_in, tokens_out, body.get("model"))
+
+
+class AnthropicMessagesBackend(Backend):
+    path = "/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": request.instruction}]
+        for item in request.inputs:
+            if isinstance(item, PreparedText):
+                blocks.append({"type": "text", "text": f"{_label_line(item)}\n{item.content}"})
+            else:
+                data = base64.b64encode(item.data).decode("ascii")
+                blocks.append({"type": "text", "text": _label_line(item)})
+                blocks.append(
+                    {"type": "image",
+                     "source": {"type": "base64", "media_type": item.media_type, "data": data}}
+                )
+        contract = contract_text(request.output)
+        if contract:
+            blocks.append({"type": "text", "text": contract})
+        return {
+            "model": self.settings.model,
+            "max_tokens": self.settings.max_output_tokens,
+            "messages": [{"role": "user", "content": blocks}],
+        }
+
+    def parse(self, body: Any) -> ModelReply:
+        content = body["content"]
+        if not isinstance(content, list):
+            raise TypeError("content is not a list of blocks")
+        texts = [_require_str(b["text"], "content[].text") for b in content if b["type"] == "text"]
+        if not texts:
+            raise ValueError("no text block in content")
+        tokens_in, tokens_out = _usage(body, "input_tokens", "output_tokens")
+        return ModelReply("".join(texts), tokens_in, tokens_out, body.get("model"))
+
+
+_STYLES: dict[str, type[Backend]] = {
+    "openai-chat": OpenAIChatBackend,
+    "anthropic-messages": AnthropicMessagesBackend,
+}
+
+
+def backend_for(settings: ProviderSettings) -> Backend:
+    """The backend of a profile; raises ``CatalogError`` for an unset URL or key variable."""
+    return _STYLES[settings.api_style](settings)

@@ -1,0 +1,244 @@
+"""The CallMLLM request: what the agent sends to ``mcp__mllm__call``, and what a reply means.
+
+The request is validated by these models and nothing else; the MCP tool advertises their JSON
+Schema (with the taxonomy's codes filled in as an enum) so the agent sees one description.
+Capability tags are checked against the taxonomy passed in the validation context under
+``"taxonomy_codes"``; they are metadata only and never reach the provider payload.
+
+A refusal always names the field and the value it got, so the agent can correct the call.
+Replies are judged against the output contract here too: text is taken as is; JSON must parse,
+and when a schema is given, validate. A failing reply is not an error: the agent gets the raw
+text and a short diagnostic (D-0011), and nothing is repaired or retried.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, NamedTuple
+
+from jsonschema import SchemaError, validators
+from jsonschema.exceptions import best_match
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "RequestRefused",
+    "Region",
+    "TextInput",
+    "ImageInput",
+    "TextOutput",
+    "JsonOutput",
+    "CallRequest",
+    "ParseStatus",
+    "ReplyCheck",
+    "check_reply",
+    "describe_validation_error",
+    "request_json_schema",
+]
+
+ParseStatus = Literal["not_applicable", "ok", "invalid_json", "schema_invalid"]
+_SHOWN_VALUE_CHARS = 120
+_SHOWN_DIAGNOSTIC_CHARS = 300
+_BRANCHES = ("text", "image", "json")
+
+
+class RequestRefused(ValueError):
+    """A request the server refuses before any model call; the message is for the agent."""
+
+
+class Region(BaseModel):
+    """A rectangle in pixels of the original image, measured from its top-left corner."""
+
+    model_config = ConfigDict(extra="forbid")
+    x: int = Field(ge=0, strict=True, description="Left edge, pixels from the image's left.")
+    y: int = Field(ge=0, strict=True, description="Top edge, pixels from the image's top.")
+    width: int = Field(gt=0, strict=True, description="Width in pixels (> 0).")
+    height: int = Field(gt=0, strict=True, description="Height in pixels (> 0).")
+
+
+class TextInput(BaseModel):
+    """Auxiliary text for the model, e.g. markup or a list to match against."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["text"]
+    label: str = Field(min_length=1, description="Unique name the instruction can refer to.")
+    content: str = Field(description="The text itself.")
+
+
+class ImageInput(BaseModel):
+    """An image file in the workspace, attached as image content (cropped if a region is given)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["image"]
+    label: str = Field(min_length=1, description="Unique name the instruction can refer to.")
+    path: str = Field(min_length=1, description="Path relative to the workspace (or inside it).")
+    region: Region | None = Field(
+        default=None, description="Optional crop; omit to attach the whole image."
+    )
+
+
+class TextOutput(BaseModel):
+    """Free text reply."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["text"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_schema(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema" in data:
+            raise ValueError("a text output takes no schema; use kind 'json' to give a schema")
+        return data
+
+
+class JsonOutput(BaseModel):
+    """JSON reply; with a schema, the reply must also validate against it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind: Literal["json"]
+    json_schema: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="Optional JSON Schema the reply must satisfy."
+    )
+
+    @field_validator("json_schema")
+    @classmethod
+    def _schema_is_valid(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            try:
+                validators.validator_for(schema).check_schema(schema)
+            except SchemaError as error:
+                where = "/".join(str(p) for p in error.path) or "(root)"
+                raise ValueError(f"not a valid JSON Schema at {where}: {error.message}") from None
+        return schema
+
+
+InputItem = Annotated[TextInput | ImageInput, Field(discriminator="kind")]
+OutputContract = Annotated[TextOutput | JsonOutput, Field(discriminator="kind")]
+
+
+class CallRequest(BaseModel):
+    """One CallMLLM request: a complete instruction, labelled inputs, tags and output contract."""
+
+    model_config = ConfigDict(extra="forbid")
+    instruction: str = Field(
+        min_length=1, description="The complete task for the model: what to do and what to return."
+    )
+    inputs: list[InputItem] = Field(
+        min_length=1, description="Labelled text and image inputs (at least one)."
+    )
+    capability_tags: list[str] = Field(
+        min_length=1,
+        description="Taxonomy codes describing this call (>= 1, no repeats, order ignored). "
+        "Recorded for analysis only; they do not change the request.",
+    )
+    output: OutputContract = Field(
+        description="Reply format: {kind: text} or {kind: json, schema?}."
+    )
+    model_profile: str | None = Field(
+        default=None, description="Catalog profile name; omit for 'default'."
+    )
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("instruction is blank")
+        return value
+
+    @field_validator("capability_tags")
+    @classmethod
+    def _tags_known_and_distinct(cls, tags: list[str], info: ValidationInfo) -> list[str]:
+        repeated = sorted({t for t in tags if tags.count(t) > 1})
+        if repeated:
+            raise ValueError(f"tags repeated: {repeated}")
+        codes = (info.context or {}).get("taxonomy_codes")
+        if codes is not None:
+            unknown = [t for t in tags if t not in codes]
+            if unknown:
+                raise ValueError(f"unknown tags {unknown}; valid codes: {', '.join(codes)}")
+        return tags
+
+    @field_validator("inputs")
+    @classmethod
+    def _labels_unique(cls, inputs: list[TextInput | ImageInput]) -> list[TextInput | ImageInput]:
+        labels = [item.label for item in inputs]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"input labels must be unique, repeated: {repeated}")
+        return inputs
+
+
+def request_json_schema(taxonomy_codes: tuple[str, ...]) -> dict[str, Any]:
+    """The tool's input schema: the request model's schema with the tag codes as an enum."""
+    schema = CallRequest.model_json_schema(by_alias=True)
+    schema["properties"]["capability_tags"]["items"]["enum"] = list(taxonomy_codes)
+    return schema
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > _SHOWN_VALUE_CHARS:
+        return text[:_SHOWN_VALUE_CHARS] + "…"
+    return text
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    previous: int | str | None = None
+    for part in loc:
+        # pydantic puts the discriminator's branch name after the union's own position
+        branch = part in _BRANCHES and (isinstance(previous, int) or previous == "output")
+        previous = part
+        if branch:
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(request)"
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """One line per problem: the field's path, the value it got, and what is wrong."""
+    lines = []
+    for item in error.errors(include_url=False):
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{_location(item['loc'])} = {_shown(item['input'])}: {message}")
+    return "invalid CallMLLM request:\n" + "\n".join(f"- {line}" for line in lines)
+
+
+class ReplyCheck(NamedTuple):
+    parse_status: ParseStatus
+    diagnostic: str | None
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= _SHOWN_DIAGNOSTIC_CHARS else text[:_SHOWN_DIAGNOSTIC_CHARS] + "…"
+
+
+def check_reply(output: TextOutput | JsonOutput, text: str) -> ReplyCheck:
+    """Judge a reply against the output contract, without changing it."""
+    if isinstance(output, TextOutput):
+        return ReplyCheck("not_applicable", None)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return ReplyCheck(
+            "invalid_json",
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno} "
+            f"(character {error.pos})",
+        )
+    if output.json_schema is None:
+        return ReplyCheck("ok", None)
+    validator = validators.validator_for(output.json_schema)(output.json_schema)
+    errors = list(validator.iter_errors(value))
+    if not errors:
+        return ReplyCheck("ok", None)
+    worst = best_match(errors)
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ReplyCheck("schema_invalid", _cap(f"schema violation at {worst.json_path}: "
+                                             f"{worst.message}") + more)

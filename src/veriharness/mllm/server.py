@@ -1,0 +1,222 @@
+"""The ``mllm`` MCP server: one tool, ``call`` (Claude sees ``mcp__mllm__call``; the concept is
+CallMLLM), served over stdio by ``veriharness mllm-server``.
+
+A call runs: validate the request (``CallRequest``, tags against the taxonomy), resolve the model
+profile (unknown is an error, never a fallback), prepare the inputs inside the workspace, write
+``mllm_call_started``, post once to the provider, check the reply against the output contract,
+write ``mllm_call_completed`` or ``mllm_call_failed``. A refusal before the model call writes
+``mllm_call_rejected``. Refusals and provider faults reach the agent as MCP error results
+(``ToolError``) with a message it can act on; the server keeps serving.
+
+The tool receives its arguments exactly as the client sent them and validates them itself
+(``_RawArgumentsTool``): the SDK's own argument model would reject a malformed request before
+this module sees it, leaving no trace line and a less specific message. The advertised input
+schema is ``CallRequest``'s, with the taxonomy's codes as an enum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ValidationError
+
+from veriharness.mllm.backends import (
+    ModelRequest,
+    PreparedText,
+    ProviderError,
+    backend_for,
+    make_client,
+)
+from veriharness.mllm.catalog import CatalogError, ModelCatalog, load_catalog
+from veriharness.mllm.images import PreparedImage, prepare_image
+from veriharness.mllm.schema import (
+    CallRequest,
+    RequestRefused,
+    TextInput,
+    check_reply,
+    describe_validation_error,
+    request_json_schema,
+)
+from veriharness.mllm.trace import (
+    CallCompleted,
+    CallFailed,
+    CallRejected,
+    CallStarted,
+    TaxonomyRef,
+    TracedImage,
+    TracedText,
+    TraceWriter,
+    Usage,
+    now,
+)
+from veriharness.taxonomy import Taxonomy, load_taxonomy
+from veriharness.tools import project_root
+
+__all__ = ["TOOL_DESCRIPTION", "CallService", "build_server", "add_arguments", "run"]
+
+TOOL_DESCRIPTION = (
+    "CallMLLM: send one instruction with labelled text and image inputs to a fresh multimodal "
+    "model context and get its reply. Images are workspace files, attached whole or cropped to "
+    "an optional pixel region. The output is text, or JSON (optionally validated against a "
+    "schema; a reply that does not parse or validate comes back as raw text with a diagnostic). "
+    "One call is one model request; nothing is retried."
+)
+
+
+class CallService:
+    """Everything a call needs; one instance per server process."""
+
+    def __init__(
+        self, workspace: Path, catalog: ModelCatalog, taxonomy: Taxonomy, trace: TraceWriter
+    ) -> None:
+        self.workspace = workspace
+        self.catalog = catalog
+        self.taxonomy = taxonomy
+        self.trace = trace
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+    def _reject(self, call_id: str, arguments: dict[str, Any], message: str) -> ToolError:
+        self.trace.write(CallRejected(call_id=call_id, time=now(), error=message,
+                                      request=arguments))
+        return ToolError(message)
+
+    async def call(self, arguments: dict[str, Any]) -> str:
+        call_id = uuid.uuid4().hex
+        codes = self.taxonomy.codes
+        try:
+            request = CallRequest.model_validate(arguments, context={"taxonomy_codes": codes})
+        except ValidationError as error:
+            raise self._reject(call_id, arguments, describe_validation_error(error)) from None
+        try:
+            profile = self.catalog.resolve(request.model_profile)
+            backend = backend_for(profile.provider)
+            inputs = tuple(self._prepare(item) for item in request.inputs)
+        except (CatalogError, RequestRefused) as error:
+            raise self._reject(call_id, arguments, str(error)) from None
+        self.trace.write(self._started(call_id, request, inputs, profile.name,
+                                       self.catalog.profile_config_hash(profile)))
+        model_request = ModelRequest(request.instruction, inputs, request.output)
+        client = self._clients.get(profile.name)
+        if client is None:
+            client = self._clients[profile.name] = make_client(profile.provider)
+        begun = time.perf_counter()
+        try:
+            reply = await backend.send(client, model_request)
+        except ProviderError as error:
+            self.trace.write(CallFailed(call_id=call_id, time=now(), latency_ms=_ms(begun),
+                                        error_type=error.error_type, error=str(error)))
+            raise ToolError(f"model request failed ({error.error_type}): {error}; "
+                            "nothing was retried") from None
+        latency = _ms(begun)
+        check = check_reply(request.output, reply.text)
+        self.trace.write(CallCompleted(
+            call_id=call_id, time=now(), latency_ms=latency, raw_response=reply.text,
+            parse_status=check.parse_status, diagnostic=check.diagnostic,
+            usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
+            provider_model=reply.provider_model,
+        ))
+        if check.parse_status in ("ok", "not_applicable"):
+            return reply.text
+        return (f"The reply does not meet the requested JSON output ({check.parse_status}): "
+                f"{check.diagnostic}\nRaw reply:\n{reply.text}")
+
+    def _prepare(self, item: Any) -> PreparedText | PreparedImage:
+        if isinstance(item, TextInput):
+            return PreparedText(item.label, item.content)
+        return prepare_image(self.workspace, item)
+
+    def _started(self, call_id: str, request: CallRequest,
+                 inputs: tuple[PreparedText | PreparedImage, ...], profile: str,
+                 config_hash: str) -> CallStarted:
+        traced: list[TracedText | TracedImage] = [
+            TracedText(label=i.label, content=i.content) if isinstance(i, PreparedText)
+            else TracedImage(label=i.label, path=i.path, file_sha256=i.file_sha256,
+                             region=i.region, attached_sha256=i.attached_sha256,
+                             attached_bytes=i.attached_bytes, media_type=i.media_type,
+                             width=i.width, height=i.height)
+            for i in inputs
+        ]
+        return CallStarted(
+            call_id=call_id, time=now(), instruction=request.instruction, inputs=traced,
+            declared_capability_tags=request.capability_tags,
+            taxonomy=TaxonomyRef(id=self.taxonomy.id, version=self.taxonomy.version),
+            output=request.output.model_dump(by_alias=True, exclude_none=True),
+            requested_model_profile=request.model_profile, resolved_model_profile=profile,
+            resolved_model_config_hash=config_hash,
+        )
+
+
+def _ms(begun: float) -> float:
+    return round((time.perf_counter() - begun) * 1000, 3)
+
+
+class _RawArgumentsTool(Tool):
+    """A tool whose function gets the arguments dict as sent (see the module notes)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any,
+                  convert_result: bool = False) -> Any:
+        result = await self.fn(dict(arguments))
+        return self.fn_metadata.convert_result(result) if convert_result else result
+
+
+def build_server(service: CallService) -> MCPServer:
+    async def call(arguments: dict[str, Any]) -> str:
+        return await service.call(arguments)
+
+    tool = _RawArgumentsTool.from_function(
+        call, name="call", description=TOOL_DESCRIPTION, structured_output=False
+    )
+    tool = tool.model_copy(update={"parameters": request_json_schema(service.taxonomy.codes)})
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await service.aclose()
+
+    return MCPServer("mllm", tools=[tool], lifespan=lifespan)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", required=True, type=Path,
+                        help="folder that image paths are confined to")
+    parser.add_argument("--catalog", required=True, type=Path, help="model profile catalog YAML")
+    parser.add_argument("--trace", required=True, type=Path, help="JSONL file events append to")
+    parser.add_argument("--taxonomy", type=Path, default=None,
+                        help="capability taxonomy YAML (default: the project's v0.1 file)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.workspace.is_dir():
+        print(f"mllm-server: --workspace {args.workspace} is not a directory", file=sys.stderr)
+        return 2
+    taxonomy_path = args.taxonomy or project_root() / "prompts/taxonomy/capabilities-v0.1.yaml"
+    try:
+        catalog = load_catalog(args.catalog)
+        taxonomy = load_taxonomy(Path(taxonomy_path))
+    except (CatalogError, OSError, ValueError) as error:
+        print(f"mllm-server: {error}", file=sys.stderr)
+        return 2
+    service = CallService(args.workspace.resolve(), catalog, taxonomy, TraceWriter(args.trace))
+    try:
+        build_server(service).run("stdio")
+    finally:
+        service.trace.close()
+    return 0
