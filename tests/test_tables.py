@@ -1,0 +1,228 @@
+"""`veriharness collect`: tables from synthetic run folders, through the real command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from support.synthetic_runs import write_experiment
+from veriharness import tables
+from veriharness.table_columns import TABLES, schema_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+FAULTS = {
+    ("base", "task-000", 1): "timeout",
+    ("treat", "task-001", 2): "missing",
+    ("base", "task-002", 1): "corrupt_transcript",
+    ("base", "task-003", 2): "not_started",
+    ("treat", "task-003", 1): "bad_type",
+    ("treat", "task-002", 1): "bad_outcome",
+    ("treat", "task-000", 2): "missing_answer",
+    ("base", "task-001", 1): "max_turns",
+    ("base", "task-001", 2): "no_metrics",
+}
+
+
+def _collect(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veriharness", "collect", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("collect")
+    exp = write_experiment(root / "results", tasks=4, replicates=2, faults=FAULTS)
+    expected = exp.write_expected(root / "expected.json")
+    proc = _collect("--experiment-dir", str(exp.exp_dir), "--expected", str(expected))
+    assert proc.returncode == 0, proc.stderr
+    out = exp.exp_dir / "tables"
+    frames = {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
+    return exp, proc, frames
+
+
+def _row(runs: pd.DataFrame, key: tuple[str, str, int]) -> pd.Series:
+    hit = runs[(runs.condition == key[0]) & (runs.task == key[1]) & (runs.replicate == key[2])]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+def test_every_table_is_written_as_parquet_and_csv_with_its_declared_columns(collected) -> None:
+    exp, _, frames = collected
+    for name, columns in TABLES.items():
+        assert (exp.exp_dir / "tables" / f"{name}.csv").is_file()
+        declared = [c.name for c in columns]
+        assert list(frames[name].columns[: len(declared)]) == declared
+
+
+def test_every_expected_run_has_a_row_with_its_status_and_reason(collected) -> None:
+    exp, proc, frames = collected
+    runs = frames["runs"]
+    assert len(runs) == len(exp.expected) == 16
+    want = {
+        "timeout": ("timeout", "wall clock limit"),
+        "missing": ("missing", "run folder is absent"),
+        "not_started": ("not_started", "no outcome.json"),
+        "bad_outcome": ("failed", "outcome.json is unreadable"),
+        "missing_answer": ("missing_answer", "answer/answer.html is absent"),
+        "max_turns": ("max_turns", "error_max_turns"),
+    }
+    for key, fault in FAULTS.items():
+        row = _row(runs, key)
+        if fault in want:
+            assert row.status == want[fault][0]
+            assert want[fault][1] in row.reason
+        else:
+            assert row.status == "ok" and row.reason == ""
+    assert "missing treat/task-001/r2" in proc.stderr
+    missing = pd.read_csv(exp.exp_dir / "tables" / "missing.csv")
+    assert missing.to_dict("records") == [
+        {"condition": "treat", "task": "task-001", "replicate": 2}
+    ]
+    assert runs["in_matrix"].all()
+
+
+def test_unreadable_content_is_named_in_read_errors_not_dropped(collected) -> None:
+    _, _, frames = collected
+    runs = frames["runs"]
+    corrupt = _row(runs, ("base", "task-002", 1))
+    assert "transcript.jsonl: 1 line(s) not a JSON object (line 4)" in corrupt.read_errors
+    bad_type = _row(runs, ("treat", "task-003", 1))
+    assert "num_turns: expected Int64, got 'many'" in bad_type.read_errors
+    assert pd.isna(bad_type.turns) and not pd.isna(bad_type.cost_usd)
+    no_metrics = _row(runs, ("base", "task-001", 2))
+    assert "metrics.json: absent" in no_metrics.read_errors
+    assert pd.isna(no_metrics.metric_ssim)
+
+
+def test_runs_values_match_what_the_run_folders_hold(collected) -> None:
+    exp, _, frames = collected
+    runs = frames["runs"]
+    for key, spec in exp.runs.items():
+        if spec.fault in ("missing", "not_started", "bad_outcome", "corrupt_transcript"):
+            continue
+        row = _row(runs, key)
+        assert row.mllm_calls == len(spec.mllm_calls)
+        assert row.mllm_calls_failed == sum(c["failed"] for c in spec.mllm_calls)
+        assert row.agent_tool_calls == len(spec.tool_names)
+        for tool in ("Read", "Write", "Edit", "Bash", "mcp__mllm__call"):
+            assert row[f"tool_calls_{tool}"] == spec.tool_names.count(tool)
+        assert row.cost_usd == pytest.approx(spec.cost_usd)
+        for name, value in spec.metrics.items():
+            got = row[f"metric_{name}"]
+            assert (pd.isna(got) and value is None) or got == pytest.approx(value)
+    not_started = _row(runs, ("base", "task-003", 2))
+    assert pd.isna(not_started.tool_calls_Write) and pd.isna(not_started.mllm_calls)
+
+
+def test_agent_tool_calls_rows_follow_the_transcript(collected) -> None:
+    exp, _, frames = collected
+    calls = frames["agent_tool_calls"]
+    spec = exp.runs[("treat", "task-002", 2)]
+    mine = calls[(calls.condition == "treat") & (calls.task == "task-002") & (calls.replicate == 2)]
+    assert mine.tool.tolist() == spec.tool_names
+    assert mine.seq.tolist() == list(range(len(spec.tool_names)))
+    assert mine.has_result.all()
+    writes = mine[mine.tool == "Write"]
+    for summary in writes.input_summary:
+        assert "…[" in summary and " chars]" in summary
+
+
+def test_mllm_calls_and_capability_tables_agree_with_the_trace(collected) -> None:
+    exp, _, frames = collected
+    calls, tags, combos = (
+        frames["mllm_calls"],
+        frames["capability_tags"],
+        frames["capability_combinations"],
+    )
+    spec = exp.runs[("base", "task-000", 2)]
+    mine = calls[(calls.condition == "base") & (calls.task == "task-000") & (calls.replicate == 2)]
+    assert mine.call_id.tolist() == [c["call_id"] for c in spec.mllm_calls]
+    for (_, row), call in zip(mine.iterrows(), spec.mllm_calls, strict=True):
+        assert list(row.tags) == call["tags"]
+        assert row.combination == "+".join(sorted(call["tags"]))
+        assert row.image_count == sum(i["kind"] == "image" for i in call["inputs"])
+        assert row.region_count == sum("region" in i for i in call["inputs"])
+        assert row.outcome == ("failed" if call["failed"] else "completed")
+        assert row.schema_present == ("schema" in call["output"])
+    assert len(tags) == sum(len(t) for t in calls.tags)
+    for condition, group in calls.groupby("condition"):
+        counts = Counter(group.combination)
+        got = combos[combos.condition == condition].set_index("combination")["calls"].to_dict()
+        assert got == dict(counts)
+    assert combos.groupby("condition").share_of_calls.sum().round(9).eq(1).all()
+    csv = pd.read_csv(exp.exp_dir / "tables" / "mllm_calls.csv")
+    assert json.loads(csv.tags.iloc[0]) == list(calls.tags.iloc[0])
+
+
+def test_condition_summary_has_one_row_per_run_of_that_condition(collected, tmp_path) -> None:
+    exp, _, _ = collected
+    summary = tmp_path / "treat" / "summary.csv"
+    proc = _collect(
+        "--experiment-dir", str(exp.exp_dir), "--condition", "treat", "--summary", str(summary)
+    )
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_csv(summary)
+    assert set(df.condition) == {"treat"}
+    # Without an explicit matrix, the missing folder is not known to be expected.
+    assert len(df) == 7 and "missing" not in set(df.status)
+
+
+def test_a_malformed_expected_file_names_the_field_and_value(tmp_path) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=1)
+    bad = tmp_path / "expected.json"
+    bad.write_text(json.dumps([{"condition": "base", "task": "task-000", "replicate": "one"}]))
+    proc = _collect("--experiment-dir", str(exp.exp_dir), "--expected", str(bad))
+    assert proc.returncode == 2
+    assert "field 'replicate' must be a whole number, got 'one'" in proc.stderr
+    assert not (exp.exp_dir / "tables").exists()
+
+
+def test_experiment_json_matrix_is_used_when_present(tmp_path) -> None:
+    exp = write_experiment(
+        tmp_path / "results", tasks=2, faults={("base", "task-001", 1): "missing"}
+    )
+    matrix = {"conditions": ["base", "treat"], "tasks": ["task-000", "task-001"], "replicates": 1}
+    (exp.exp_dir / "experiment.json").write_text(json.dumps({"matrix": matrix}))
+    extraction = tables.collect_runs(exp.exp_dir)
+    assert extraction.missing == [tables.RunKey("base", "task-001", 1)]
+    assert len(tables.runs_df(extraction)) == 4
+
+
+def test_parallel_and_serial_collection_give_the_same_tables(tmp_path) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=110, replicates=1, seed=3)
+    serial = tables.collect_tables(tables.collect_runs(exp.exp_dir, jobs=1))
+    parallel = tables.collect_tables(tables.collect_runs(exp.exp_dir, jobs=2))
+    assert len(serial.runs) == 220
+    for name in ("runs", "agent_tool_calls", "mllm_calls", "capability_combinations"):
+        pd.testing.assert_frame_equal(getattr(serial, name), getattr(parallel, name))
+
+
+def test_docs_embed_the_declared_schema() -> None:
+    assert schema_markdown() in (ROOT / "docs" / "tables.md").read_text(encoding="utf-8")
+
+
+@given(
+    st.recursive(
+        st.text(max_size=400) | st.integers(),
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=5), c, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
+    text = tables.summarize_input(value)
+    full = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if "…[" not in text:
+        assert text == full
+    assert len(text) <= 400 + len(f"…[{10**9} chars]")
