@@ -1,0 +1,238 @@
+"""`veriharness compare`: what the treatment condition changed relative to the baseline.
+
+Design notes:
+
+- Runs are paired by (task, replicate): the same task and replicate number under both conditions.
+  The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
+  calls; for each, the difference is treatment minus baseline.
+- A pair where either side has no value (a failed run without metrics, an unreadable outcome) is
+  excluded from that measure and counted in `n_excluded`; runs without a partner are counted too.
+  Nothing is imputed.
+- The 95% interval of the mean difference is a percentile bootstrap over pairs: `resamples`
+  resamples (default 10,000) drawn with numpy's default generator seeded by `seed`. The same seed
+  gives the same interval. With one pair the interval collapses to that pair's difference.
+- Wins/ties/losses use the measure's known direction (higher is better for similarity scores,
+  lower for error, cost and turns). A measure whose direction is not known (CallMLLM calls, or a
+  metric this module has not heard of) gets only the neutral counts `treatment_higher`, `ties`,
+  `treatment_lower`, and empty wins/losses rather than a guess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "HIGHER_IS_BETTER",
+    "LOWER_IS_BETTER",
+    "ComparisonError",
+    "measures",
+    "pair_runs",
+    "bootstrap_ci",
+    "compare_conditions",
+    "comparison_markdown",
+    "add_arguments",
+    "run",
+]
+
+DEFAULT_RESAMPLES = 10_000
+HIGHER_IS_BETTER = frozenset(
+    {
+        "metric_ssim",
+        "metric_ocr_word_precision",
+        "metric_ocr_word_recall",
+        "metric_ocr_word_f1",
+        "metric_block_match",
+        "metric_text_similarity",
+        "metric_position",
+        "metric_color",
+    }
+)
+LOWER_IS_BETTER = frozenset({"metric_mae", "cost_usd", "turns"})
+_KEYS = ["task", "replicate"]
+_BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
+
+
+class ComparisonError(ValueError):
+    """The comparison cannot be made as asked (unknown condition, bad parameter)."""
+
+
+def measures(runs: pd.DataFrame) -> list[str]:
+    metrics = sorted(c for c in runs.columns if c.startswith("metric_"))
+    return metrics + [c for c in ("cost_usd", "turns", "mllm_calls") if c in runs.columns]
+
+
+def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
+    """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
+    conditions = sorted(runs["condition"].dropna().unique())
+    for flag, name in (("--baseline", baseline), ("--treatment", treatment)):
+        if name not in conditions:
+            raise ComparisonError(f"{flag} {name!r} is not a condition of these runs {conditions}")
+    if baseline == treatment:
+        raise ComparisonError(f"--baseline and --treatment are both {baseline!r}")
+    cols = _KEYS + ["status"] + measures(runs)
+    base = runs.loc[runs["condition"] == baseline, cols]
+    treat = runs.loc[runs["condition"] == treatment, cols]
+    return base.merge(treat, on=_KEYS, how="outer", suffixes=("_b", "_t"), indicator=True)
+
+
+def bootstrap_ci(
+    diffs: np.ndarray, resamples: int, seed: int, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `diffs`."""
+    n = len(diffs)
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    chunk = max(1, _BOOTSTRAP_CELLS // n)
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        means[start : start + size] = diffs[rng.integers(0, n, size=(size, n))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _direction(measure: str) -> str:
+    if measure in HIGHER_IS_BETTER:
+        return "higher"
+    if measure in LOWER_IS_BETTER:
+        return "lower"
+    return "unknown"
+
+
+def compare_conditions(
+    runs: pd.DataFrame,
+    baseline: str,
+    treatment: str,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> pd.DataFrame:
+    """One row per measure: paired mean difference, bootstrap CI, counts."""
+    if resamples < 1:
+        raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
+    paired = pair_runs(runs, baseline, treatment)
+    both = paired[paired["_merge"] == "both"]
+    rows = []
+    for measure in measures(runs):
+        b = pd.to_numeric(both[f"{measure}_b"], errors="coerce").astype(float)
+        t = pd.to_numeric(both[f"{measure}_t"], errors="coerce").astype(float)
+        usable = b.notna() & t.notna()
+        diffs = (t - b)[usable].to_numpy()
+        low, high = bootstrap_ci(diffs, resamples, seed)
+        higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
+        direction = _direction(measure)
+        wins = {"higher": higher, "lower": lower}.get(direction)
+        losses = {"higher": lower, "lower": higher}.get(direction)
+        rows.append(
+            {
+                "measure": measure,
+                "better": direction,
+                "n_pairs": int(usable.sum()),
+                "n_excluded": int((~usable).sum()),
+                "baseline_mean": float(b[usable].mean()) if usable.any() else np.nan,
+                "treatment_mean": float(t[usable].mean()) if usable.any() else np.nan,
+                "mean_diff": float(diffs.mean()) if len(diffs) else np.nan,
+                "ci_low": low,
+                "ci_high": high,
+                "wins": wins,
+                "ties": int((diffs == 0).sum()),
+                "losses": losses,
+                "treatment_higher": higher,
+                "treatment_lower": lower,
+            }
+        )
+    out = pd.DataFrame(rows)
+    out[["wins", "losses"]] = out[["wins", "losses"]].astype("Int64")
+    out.attrs.update(
+        baseline=baseline,
+        treatment=treatment,
+        seed=seed,
+        resamples=resamples,
+        paired=int(len(both)),
+        only_baseline=int((paired["_merge"] == "left_only").sum()),
+        only_treatment=int((paired["_merge"] == "right_only").sum()),
+    )
+    return out
+
+
+def _fmt(value: object) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def comparison_markdown(table: pd.DataFrame) -> str:
+    a = table.attrs
+    lines = [
+        f"# {a['treatment']} vs {a['baseline']}",
+        "",
+        f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task and "
+        f"replicate: {a['paired']} pairs; {a['only_baseline']} baseline and "
+        f"{a['only_treatment']} treatment runs have no partner. 95% percentile bootstrap "
+        f"intervals from {a['resamples']} resamples (seed {a['seed']}). A pair missing a value "
+        "is left out of that measure (`excl.`). Wins count pairs where the treatment is better "
+        "in the measure's direction; `?` marks a measure without a known direction.",
+        "",
+        "| measure | better | n | excl. | baseline | treatment | diff | 95% CI | W/T/L |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in table.itertuples():
+        wtl = (
+            f"{r.wins}/{r.ties}/{r.losses}"
+            if r.better != "unknown"
+            else f"? (higher {r.treatment_higher}, tie {r.ties}, lower {r.treatment_lower})"
+        )
+        lines.append(
+            f"| {r.measure} | {r.better} | {r.n_pairs} | {r.n_excluded} | "
+            f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
+            f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {wtl} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
+    parser.add_argument("--baseline", required=True, help="baseline condition id")
+    parser.add_argument("--treatment", required=True, help="treatment condition id")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples"
+    )
+    parser.add_argument("--runs", type=Path, help="runs table (default <exp>/tables/runs.parquet)")
+
+
+def run(args: argparse.Namespace) -> int:
+    runs_path = args.runs or args.experiment_dir / "tables" / "runs.parquet"
+    if not runs_path.is_file():
+        print(f"compare: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
+        return 2
+    try:
+        table = compare_conditions(
+            pd.read_parquet(runs_path), args.baseline, args.treatment, args.seed, args.resamples
+        )
+    except ComparisonError as exc:
+        print(f"compare: {exc}", file=sys.stderr)
+        return 2
+    csv = args.experiment_dir / "comparison.csv"
+    tmp = csv.with_name(f".{csv.name}.tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, csv)
+    _write(args.experiment_dir / "comparison.md", comparison_markdown(table))
+    print(f"compare: {len(table)} measures, {table.attrs['paired']} pairs -> {csv}")
+    return 0

@@ -1,0 +1,133 @@
+"""`veriharness compare`: paired differences, bootstrap intervals, counts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from support.synthetic_runs import write_experiment
+from veriharness import compare
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _runs(rows: list[tuple[str, str, int, float | None, float]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "condition": c,
+                "task": t,
+                "replicate": r,
+                "status": "ok",
+                "metric_ssim": s,
+                "cost_usd": cost,
+                "turns": 10,
+                "mllm_calls": 2,
+            }
+            for c, t, r, s, cost in rows
+        ]
+    )
+
+
+def _cmd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veriharness", *args], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def test_differences_are_paired_by_task_and_replicate_and_missing_values_excluded() -> None:
+    runs = _runs(
+        [
+            ("A", "t1", 1, 0.5, 1.0),
+            ("B", "t1", 1, 0.7, 0.5),
+            ("A", "t1", 2, 0.4, 1.0),
+            ("B", "t1", 2, 0.4, 2.0),
+            ("A", "t2", 1, 0.9, 1.0),
+            ("B", "t2", 1, None, 1.0),
+            ("A", "t3", 1, 0.2, 1.0),
+        ]
+    )
+    table = compare.compare_conditions(runs, "A", "B", resamples=200).set_index("measure")
+    ssim = table.loc["metric_ssim"]
+    assert (ssim.n_pairs, ssim.n_excluded) == (2, 1)
+    assert ssim.mean_diff == pytest.approx(0.1)
+    assert (ssim.wins, ssim.ties, ssim.losses) == (1, 1, 0)
+    cost = table.loc["cost_usd"]
+    assert cost.n_pairs == 3 and cost.mean_diff == pytest.approx(0.5 / 3)
+    assert (cost.wins, cost.ties, cost.losses) == (1, 1, 1)  # lower cost is the better direction
+    calls = table.loc["mllm_calls"]
+    assert calls.better == "unknown" and pd.isna(calls.wins) and calls.ties == 3
+    assert table.attrs["only_baseline"] == 1 and table.attrs["only_treatment"] == 0
+
+
+def test_bootstrap_interval_agrees_with_scipy_percentile_bootstrap() -> None:
+    diffs = np.random.default_rng(5).normal(0.3, 1.0, size=60)
+    low, high = compare.bootstrap_ci(diffs, 10_000, seed=1)
+    ref = stats.bootstrap(
+        (diffs,), np.mean, n_resamples=10_000, method="percentile", random_state=2
+    ).confidence_interval
+    width = ref.high - ref.low
+    assert abs(low - ref.low) < 0.05 * width and abs(high - ref.high) < 0.05 * width
+    assert low < diffs.mean() < high
+
+
+def test_bootstrap_is_reproducible_from_its_seed_and_degenerates_for_constant_differences() -> None:
+    diffs = np.array([0.1, -0.3, 0.25, 0.4, 0.0])
+    assert compare.bootstrap_ci(diffs, 500, 9) == compare.bootstrap_ci(diffs, 500, 9)
+    assert compare.bootstrap_ci(diffs, 500, 9) != compare.bootstrap_ci(diffs, 500, 10)
+    assert compare.bootstrap_ci(np.full(7, 0.2), 300, 0) == pytest.approx((0.2, 0.2))
+    assert all(np.isnan(compare.bootstrap_ci(np.array([]), 300, 0)))
+
+
+def test_unknown_condition_and_bad_resamples_are_named() -> None:
+    runs = _runs([("A", "t1", 1, 0.5, 1.0), ("B", "t1", 1, 0.6, 1.0)])
+    with pytest.raises(compare.ComparisonError, match=r"--treatment 'C' is not a condition"):
+        compare.compare_conditions(runs, "A", "C")
+    with pytest.raises(compare.ComparisonError, match="--resamples must be at least 1, got -3"):
+        compare.compare_conditions(runs, "A", "B", resamples=-3)
+
+
+def test_compare_command_on_collected_runs_finds_the_planted_effect(tmp_path) -> None:
+    exp = write_experiment(
+        tmp_path / "results",
+        tasks=12,
+        replicates=2,
+        effects={"treat": 0.05},
+        faults={("treat", "task-003", 1): "not_started"},
+    )
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    args = [
+        "compare",
+        "--experiment-dir",
+        str(exp.exp_dir),
+        "--baseline",
+        "base",
+        "--treatment",
+        "treat",
+        "--seed",
+        "4",
+        "--resamples",
+        "2000",
+    ]
+    first = _cmd(*args)
+    assert first.returncode == 0, first.stderr
+    csv = (exp.exp_dir / "comparison.csv").read_text()
+    assert _cmd(*args).returncode == 0 and (exp.exp_dir / "comparison.csv").read_text() == csv
+    table = pd.read_csv(exp.exp_dir / "comparison.csv").set_index("measure")
+    ssim = table.loc["metric_ssim"]
+    assert ssim.n_pairs == 23 and ssim.n_excluded == 1
+    assert ssim.ci_low > 0.02 and ssim.ci_high < 0.08 and ssim.wins == 23
+    assert set(table.index) >= {"metric_mae", "metric_ocr_word_f1", "cost_usd", "turns"}
+    md = (exp.exp_dir / "comparison.md").read_text()
+    assert "2000 resamples (seed 4)" in md and "| metric_ssim | higher | 23 | 1 |" in md
+
+
+def test_compare_without_collected_tables_says_what_to_run(tmp_path) -> None:
+    proc = _cmd("compare", "--experiment-dir", str(tmp_path), "--baseline", "a", "--treatment", "b")
+    assert proc.returncode == 2 and "run `veriharness collect` first" in proc.stderr
