@@ -108,7 +108,12 @@ def _components(mask: np.ndarray, limit: int) -> list[tuple[slice, slice]]:
     for rs, cs in ndimage.find_objects(labels):
         y0, y1 = rs.start * cell, min(rs.stop * cell, mask.shape[0])
         x0, x1 = cs.start * cell, min(cs.stop * cell, mask.shape[1])
-        found.append((slice(y0, y1), slice(x0, x1)))
+        # Tighten the coarse cells to the mask pixels they hold.
+        ys, xs = np.nonzero(mask[y0:y1, x0:x1])
+        if len(ys):
+            found.append(
+                (slice(y0 + ys.min(), y0 + ys.max() + 1), slice(x0 + xs.min(), x0 + xs.max() + 1))
+            )
     found.sort(
         key=lambda s: (-(s[0].stop - s[0].start) * (s[1].stop - s[1].start), s[0].start, s[1].start)
     )

@@ -217,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if args.port_file is not None:
-        args.port_file.write_text(f"{server.server_address[1]}\n", encoding="utf-8")
+        # Written whole and then renamed, so a reader polling for it never sees a partial port.
+        partial = args.port_file.with_name(args.port_file.name + ".partial")
+        partial.write_text(f"{server.server_address[1]}\n", encoding="utf-8")
+        partial.replace(args.port_file)
     print(f"serve-offline: listening on {server.base_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

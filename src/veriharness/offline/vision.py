@@ -37,7 +37,12 @@ __all__ = [
 ]
 
 _DATA_URL = re.compile(r"^data:(image/[\w.+-]+);base64,(.*)$", re.DOTALL)
-_LABEL = re.compile(r"label\W{0,3}[\"'`]?([^\s\"'`,;:)]+)", re.IGNORECASE)
+# CallMLLM's backends introduce each input as `Input "<label>" (image):`; a bare `label: x`
+# is accepted too, for hand-written requests.
+_LABELS = (
+    re.compile(r"Input \"([^\"]{1,80})\""),
+    re.compile(r"label\W{0,3}[\"'`]?([^\s\"'`,;:)]+)", re.IGNORECASE),
+)
 _DRAFT_WORDS = ("draft", "render", "candidate", "answer", "attempt")
 
 
@@ -76,9 +81,10 @@ def _decode(url: Any, where: str) -> Image.Image:
 
 
 def _label_from(text: str, index: int) -> str:
-    found = _LABEL.findall(text)
-    if found:
-        return found[-1]
+    for pattern in _LABELS:
+        found = pattern.findall(text)
+        if found:
+            return str(found[-1])
     stripped = text.strip().strip(":").strip()
     return stripped if 0 < len(stripped) <= 60 else f"image-{index + 1}"
 
