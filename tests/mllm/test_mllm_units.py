@@ -1,0 +1,121 @@
+"""In-process unit tests of the CallMLLM modules; the stdio tests cover them end to end."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import noise_image
+
+from veriharness.mllm.backends import (
+    AnthropicMessagesBackend,
+    ModelRequest,
+    OpenAIChatBackend,
+    PreparedText,
+    contract_text,
+)
+from veriharness.mllm.catalog import CatalogError, ProviderSettings
+from veriharness.mllm.images import prepare_image, resolve_image_path
+from veriharness.mllm.schema import (
+    CallRequest,
+    ImageInput,
+    JsonOutput,
+    RequestRefused,
+    TextOutput,
+    check_reply,
+)
+from veriharness.mllm.trace import CallRejected, TraceWriter, read_trace
+
+MODULES = ["schema", "images", "backends", "trace", "server", "catalog"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_each_module_exports_what_it_declares(name: str) -> None:
+    module = importlib.import_module(f"veriharness.mllm.{name}")
+    assert module.__all__ and all(hasattr(module, item) for item in module.__all__)
+
+
+def test_check_reply_statuses() -> None:
+    assert check_reply(TextOutput(kind="text"), "{oops") == ("not_applicable", None)
+    assert check_reply(JsonOutput(kind="json"), "[1, 2]") == ("ok", None)
+    status, diagnostic = check_reply(JsonOutput(kind="json"), "\n  nope")
+    assert status == "invalid_json" and "line 2 column 3" in diagnostic
+    schema = {"type": "object", "properties": {"a": {"type": "object", "required": ["b"]}}}
+    status, diagnostic = check_reply(JsonOutput(kind="json", schema=schema), '{"a": {}}')
+    assert status == "schema_invalid" and "$.a" in diagnostic and "'b'" in diagnostic
+
+
+def test_tags_are_checked_only_against_the_taxonomy_given() -> None:
+    args = {"instruction": "x", "inputs": [{"kind": "text", "label": "t", "content": "c"}],
+            "capability_tags": ["NEW1"], "output": {"kind": "text"}}
+    assert CallRequest.model_validate(args).capability_tags == ["NEW1"]
+    with pytest.raises(ValueError, match="NEW1"):
+        CallRequest.model_validate(args, context={"taxonomy_codes": ("A1",)})
+
+
+def test_absolute_path_inside_the_workspace_is_accepted(tmp_path: Path) -> None:
+    noise_image(8, 8, seed=0).save(tmp_path / "a.png")
+    assert resolve_image_path(tmp_path, "a", str(tmp_path / "a.png")) == (tmp_path / "a.png")
+    with pytest.raises(RequestRefused, match="outside the workspace"):
+        resolve_image_path(tmp_path / "sub", "a", str(tmp_path / "a.png"))
+
+
+def test_cmyk_jpeg_region_is_sent_as_rgb_png(tmp_path: Path) -> None:
+    noise_image(30, 20, seed=9).convert("CMYK").save(tmp_path / "c.jpg")
+    region = {"x": 1, "y": 2, "width": 10, "height": 5}
+    prepared = prepare_image(tmp_path, ImageInput(kind="image", label="c", path="c.jpg",
+                                                  region=region))
+    assert prepared.media_type == "image/png" and prepared.data.startswith(b"\x89PNG")
+    assert (prepared.width, prepared.height) == (30, 20)
+
+
+def _settings(style: str, **extra: object) -> ProviderSettings:
+    return ProviderSettings(api_style=style, base_url="http://127.0.0.1:9/api", model="m", **extra)
+
+
+def test_payload_order_instruction_then_labelled_inputs_then_contract() -> None:
+    request = ModelRequest("Do it.", (PreparedText("notes", "abc"),),
+                           JsonOutput(kind="json", schema={"type": "array"}))
+    for backend in (OpenAIChatBackend(_settings("openai-chat")),
+                    AnthropicMessagesBackend(_settings("anthropic-messages"))):
+        parts = backend.payload(request)["messages"][0]["content"]
+        assert [p["text"] for p in parts] == [
+            "Do it.", 'Input "notes" (text):\nabc', contract_text(request.output)]
+    assert contract_text(TextOutput(kind="text")) is None
+    assert '{"type": "array"}' in contract_text(request.output)
+
+
+def test_missing_key_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VH_UNIT_KEY", raising=False)
+    with pytest.raises(CatalogError, match="VH_UNIT_KEY"):
+        OpenAIChatBackend(_settings("openai-chat", api_key_env="VH_UNIT_KEY"))
+    monkeypatch.setenv("VH_UNIT_KEY", "secret-value")
+    backend = OpenAIChatBackend(_settings("openai-chat", api_key_env="VH_UNIT_KEY"))
+    assert backend.headers() == {"authorization": "Bearer secret-value"}
+
+
+def test_trace_lines_are_readable_before_the_writer_closes(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path / "deep" / "t.jsonl")
+    writer.write(CallRejected(call_id="c1", time="t", error="e", request={"a": 1}))
+    assert read_trace(tmp_path / "deep" / "t.jsonl")[0].call_id == "c1"
+    writer.close()
+
+
+@pytest.mark.parametrize(("flag", "value", "fragment"), [
+    ("--workspace", "/nonexistent/ws", "is not a directory"),
+    ("--catalog", "/nonexistent/catalog.yaml", "catalog file not found"),
+])
+def test_verb_refuses_bad_arguments_before_serving(
+    tmp_path: Path, catalog_file: Path, flag: str, value: str, fragment: str
+) -> None:
+    args = {"--workspace": str(tmp_path), "--catalog": str(catalog_file),
+            "--trace": str(tmp_path / "t.jsonl")} | {flag: value}
+    argv = [sys.executable, "-m", "veriharness", "mllm-server"]
+    for key, item in args.items():
+        argv += [key, item]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and fragment in done.stderr and value in done.stderr
