@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,6 +24,9 @@ __all__ = [
     "DomFacts",
     "load_model",
 ]
+
+
+Channel = Annotated[int, Field(ge=0, le=255)]
 
 
 class InputError(ValueError):
@@ -63,7 +66,7 @@ class DomText(_Lenient):
     y: float
     width: float = Field(ge=0)
     height: float = Field(ge=0)
-    color: tuple[int, int, int]
+    color: tuple[Channel, Channel, Channel]
     positioning: Literal["static", "relative", "absolute", "fixed", "sticky"] = "static"
     pinned: bool = False
 
