@@ -1,0 +1,241 @@
+"""The scripted agent policy on hand-built request bodies: each step, B3 or not, error paths."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from veriharness.offline.agent_policy import (
+    MAX_REVIEW_ROUNDS,
+    MLLM_TOOL,
+    PolicyInputError,
+    next_message,
+)
+from veriharness.offline.sse import TextBlock, ToolUseBlock
+
+WORKDIR = "/tmp/vh-ws-123"
+TASK = "Recreate the screenshot at `reference.png` as answer.html.\n"
+B3 = "<verification_policy>\nRender and compare before you finish.\n</verification_policy>\n"
+LAYOUT = {
+    "width": 320,
+    "height": 200,
+    "background": "#fafafa",
+    "text_lines": [
+        {
+            "text": "Title <b>",
+            "box": {"x": 10, "y": 12, "width": 200, "height": 28},
+            "font_size_px": 30.0,
+            "colour": "#112233",
+        },
+        {
+            "text": "First line",
+            "box": {"x": 10, "y": 60, "width": 120, "height": 16},
+            "font_size_px": 17.0,
+            "colour": "#333333",
+        },
+    ],
+    "image_regions": [
+        {"box": {"x": 10, "y": 120, "width": 100, "height": 50}, "colour": "#ff0000"}
+    ],
+}
+MISSING = {
+    "text": "Second line",
+    "box": {"x": 10, "y": 80, "width": 130, "height": 16},
+    "font_size_px": 17.0,
+    "colour": "#333333",
+}
+
+
+def _body(
+    system: str,
+    turns: list[tuple[str, dict[str, Any], str, bool]],
+    tools: tuple[str, ...] = (MLLM_TOOL, "Write", "Bash", "Edit"),
+) -> dict[str, Any]:
+    """A request as claude -p sends it, after the given (tool, input, result, is_error) turns."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "Do the task."}]},
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": f" - Primary working directory: {WORKDIR}\n"}],
+        },
+    ]
+    for index, (name, tool_input, result, is_error) in enumerate(turns):
+        call_id = f"toolu_{index}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "..."},
+                    {"type": "tool_use", "id": call_id, "name": name, "input": tool_input},
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call_id,
+                        "is_error": is_error,
+                        "content": [{"type": "text", "text": result}],
+                    }
+                ],
+            }
+        )
+    return {
+        "model": "veriharness-offline-agent-1",
+        "system": [
+            {"type": "text", "text": "You are Claude Code."},
+            {"type": "text", "text": system},
+        ],
+        "tools": [{"name": name, "input_schema": {}} for name in tools],
+        "messages": messages,
+    }
+
+
+def _tool(message: Any) -> ToolUseBlock:
+    assert message.stop_reason == "tool_use"
+    (tool,) = [block for block in message.content if isinstance(block, ToolUseBlock)]
+    return tool
+
+
+def _text(message: Any) -> str:
+    assert message.stop_reason == "end_turn"
+    return " ".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def _review(**found: Any) -> str:
+    base = {
+        "mean_abs_diff": 0.01,
+        "missing_text": [],
+        "colour_shifts": [],
+        "background_shift": None,
+    }
+    return json.dumps({**base, **found})
+
+
+LAYOUT_TURN = (MLLM_TOOL, {}, json.dumps(LAYOUT), False)
+WRITE_TURN = ("Write", {}, "File created successfully", False)
+BASH_TURN = ("Bash", {}, "rendered draft.png", False)
+
+
+def test_first_step_asks_for_the_layout_of_the_named_reference() -> None:
+    tool = _tool(next_message(_body(TASK, [])))
+    assert tool.name == MLLM_TOOL
+    assert tool.input["inputs"] == [
+        {"kind": "image", "label": "reference", "path": "reference.png"}
+    ]
+    assert tool.input["capability_tags"] == ["A2", "B1", "C1", "E1"]
+    assert tool.input["output"]["kind"] == "json"
+    assert "text_lines" in tool.input["output"]["schema"]["properties"]
+
+
+def test_reference_path_comes_from_the_system_prompt() -> None:
+    tool = _tool(next_message(_body("The target is shots/reference-02.png here.", [])))
+    assert tool.input["inputs"][0]["path"] == "shots/reference-02.png"
+
+
+def test_layout_reply_becomes_a_flow_layout_page() -> None:
+    tool = _tool(next_message(_body(TASK, [LAYOUT_TURN])))
+    assert tool.name == "Write" and tool.input["file_path"] == f"{WORKDIR}/answer.html"
+    page = tool.input["content"]
+    assert "Title &lt;b&gt;" in page and "First line" in page
+    assert "background: #fafafa" in page and "color:#112233" in page and "font-size:30px" in page
+    assert "absolute" not in page
+    assert page.index("Title") < page.index("First line") < page.index("#ff0000")
+
+
+def test_without_b3_the_turn_ends_after_writing() -> None:
+    text = _text(next_message(_body(TASK, [LAYOUT_TURN, WRITE_TURN])))
+    assert "answer.html" in text
+
+
+def test_with_b3_the_draft_is_rendered_then_compared() -> None:
+    bash = _tool(next_message(_body(TASK + B3, [LAYOUT_TURN, WRITE_TURN])))
+    assert bash.name == "Bash"
+    command = bash.input["command"]
+    assert "chromium --headless" in command and "--window-size=320,200" in command
+    assert f"--screenshot={WORKDIR}/draft.png" in command
+    assert f"file://{WORKDIR}/answer.html" in command
+    compare = _tool(next_message(_body(TASK + B3, [LAYOUT_TURN, WRITE_TURN, BASH_TURN])))
+    assert compare.name == MLLM_TOOL
+    assert [item["label"] for item in compare.input["inputs"]] == ["reference", "draft"]
+    assert compare.input["capability_tags"] == ["G1", "F1"]
+
+
+def test_review_findings_are_written_back_into_the_page() -> None:
+    shift = {"text": "First line", "reference_colour": "#0000aa", "draft_colour": "#333333"}
+    review = (MLLM_TOOL, {}, _review(missing_text=[MISSING], colour_shifts=[shift]), False)
+    turns = [LAYOUT_TURN, WRITE_TURN, BASH_TURN, review]
+    fix = _tool(next_message(_body(TASK + B3, turns)))
+    assert fix.name == "Write"
+    page = fix.input["content"]
+    assert "Second line" in page and "color:#0000aa" in page
+    assert page.index("First line") < page.index("Second line")
+    # The second round starts from the fixed page: a clean review ends the session.
+    clean = (MLLM_TOOL, {}, _review(), False)
+    again = turns + [WRITE_TURN, BASH_TURN]
+    assert _tool(next_message(_body(TASK + B3, again))).name == MLLM_TOOL
+    assert "2 comparison round(s)" in _text(next_message(_body(TASK + B3, again + [clean])))
+
+
+def test_review_rounds_are_bounded() -> None:
+    review = (MLLM_TOOL, {}, _review(missing_text=[MISSING]), False)
+    turns = [LAYOUT_TURN]
+    for _ in range(MAX_REVIEW_ROUNDS):
+        turns += [WRITE_TURN, BASH_TURN, review]
+    text = _text(next_message(_body(TASK + B3, turns)))
+    assert f"{MAX_REVIEW_ROUNDS} comparison round(s)" in text and "1 missing line(s)" in text
+
+
+def test_clean_first_review_ends_the_turn() -> None:
+    turns = [LAYOUT_TURN, WRITE_TURN, BASH_TURN, (MLLM_TOOL, {}, _review(), False)]
+    assert "1 comparison round(s)" in _text(next_message(_body(TASK + B3, turns)))
+
+
+def test_a_failed_tool_call_ends_the_turn_without_retry() -> None:
+    failed = (MLLM_TOOL, {}, "model request failed (timeout)", True)
+    text = _text(next_message(_body(TASK, [failed])))
+    assert MLLM_TOOL in text and "model request failed (timeout)" in text
+    render_failed = [LAYOUT_TURN, WRITE_TURN, ("Bash", {}, "no screenshot written", True)]
+    assert "Bash call failed" in _text(next_message(_body(TASK + B3, render_failed)))
+
+
+def test_unreadable_replies_end_the_turn_and_name_the_problem() -> None:
+    text = _text(next_message(_body(TASK, [(MLLM_TOOL, {}, "I see a page.", False)])))
+    assert "text_lines" in text
+    bad = dict(LAYOUT, background="white")
+    text = _text(next_message(_body(TASK, [(MLLM_TOOL, {}, json.dumps(bad), False)])))
+    assert "background" in text and "'white'" in text
+
+
+@pytest.mark.parametrize(
+    ("system", "tools", "expected"),
+    [
+        (TASK, ("Write", "Bash"), f"{MLLM_TOOL} was not offered"),
+        ("Make a web page.", (MLLM_TOOL, "Write"), "names no reference image"),
+    ],
+)
+def test_missing_prerequisites_end_the_turn(
+    system: str, tools: tuple[str, ...], expected: str
+) -> None:
+    assert expected in _text(next_message(_body(system, [], tools)))
+
+
+def test_missing_working_directory_ends_the_turn() -> None:
+    body = _body(TASK, [])
+    body["messages"] = body["messages"][:1]
+    assert "no working directory" in _text(next_message(body))
+
+
+def test_malformed_requests_raise() -> None:
+    with pytest.raises(PolicyInputError, match="messages"):
+        next_message({"model": "m", "messages": []})
+
+
+def test_same_body_same_message() -> None:
+    body = _body(TASK + B3, [LAYOUT_TURN, WRITE_TURN])
+    assert next_message(body) == next_message(json.loads(json.dumps(body)))
