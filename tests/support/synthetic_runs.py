@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veriharness.hashing import sha256_file
+
 __all__ = ["FAULTS", "SyntheticRun", "SyntheticExperiment", "write_experiment", "write_png"]
 
 FAULTS = (
@@ -44,6 +46,7 @@ class SyntheticRun:
     metrics: dict[str, float | None] = field(default_factory=dict)
     cost_usd: float = 0.0
     turns: int = 0
+    reference_sha: str = "sha256:" + "ab" * 32
 
 
 @dataclass
@@ -71,7 +74,7 @@ def write_png(path: Path, width: int, height: int, color: tuple[int, int, int]) 
 
 def _html(rng: random.Random) -> str:
     items = "\n".join(
-        f"    <li class=\"item\"><h3>Card {i}</h3>"
+        f'    <li class="item"><h3>Card {i}</h3>'
         f"<p>{'lorem ipsum dolor ' * rng.randint(5, 20)}</p></li>"
         for i in range(rng.randint(10, 30))
     )
@@ -88,6 +91,8 @@ def _mllm_input(rng: random.Random, call_no: int) -> tuple[dict[str, Any], list[
     if rng.random() < 0.4:
         image["region"] = {"x": 2, "y": 3, "width": 20, "height": 10}
     inputs: list[dict[str, Any]] = [image]
+    if rng.random() < 0.3:
+        inputs.append({"kind": "image", "label": "mine", "path": "shot.png"})
     if rng.random() < 0.3:
         inputs.append({"kind": "text", "label": "notes", "content": "header uses a serif face"})
     output: dict[str, Any] = {"kind": "text"}
@@ -149,7 +154,7 @@ def _transcript_and_trace(
             spec.mllm_calls.append(
                 {"call_id": call_id, "tags": tags, "failed": failed, **tool_input}
             )
-            trace.append(_started(call_id, tool_input, tags, step))
+            trace.append(_started(call_id, tool_input, tags, step, spec.reference_sha))
             trace.append(_ended(rng, call_id, failed, step))
             result = "The page shows a list of cards titled Card 1 to Card 9. " * 8
         elif name == "Read" and step > 0:
@@ -192,11 +197,13 @@ def _transcript_and_trace(
     return events, trace
 
 
-def _started(call_id: str, request: dict[str, Any], tags: list[str], step: int) -> dict[str, Any]:
+def _started(
+    call_id: str, request: dict[str, Any], tags: list[str], step: int, reference_sha: str
+) -> dict[str, Any]:
     inputs = [
         {
             **i,
-            "file_sha256": "sha256:" + "ab" * 32,
+            "file_sha256": reference_sha if i["path"] == "reference.png" else "sha256:" + "ee" * 32,
             "media_type": "image/png",
             "width": 64,
             "height": 48,
@@ -364,12 +371,15 @@ def write_experiment(
     expected: list[dict[str, Any]] = []
     runs: dict[tuple[str, str, int], SyntheticRun] = {}
     for task in task_ids:
+        reference_sha = "sha256:" + "ab" * 32
         if images:
             write_png(tasks_dir / task / "reference.png", 64, 48, (40, 40, 200))
+            reference_sha = sha256_file(tasks_dir / task / "reference.png")
         for condition in conditions:
             for rep in range(1, replicates + 1):
                 key = (condition, task, rep)
                 spec = SyntheticRun(condition, task, rep, faults.get(key))
+                spec.reference_sha = reference_sha
                 rng = random.Random(f"{seed}/{condition}/{task}/{rep}")
                 _write_run(exp_dir, experiment, spec, rng, effects.get(condition, 0.0), images)
                 expected.append({"condition": condition, "task": task, "replicate": rep})
