@@ -81,6 +81,8 @@ def test_models_in_both_list_shapes(base_url: str) -> None:
     assert all(m["type"] == "model" and m["object"] == "model" for m in listing["data"])
     one = httpx.get(f"{base_url}/v1/models/{OFFLINE_VISION_MODEL}")
     assert one.status_code == 200 and one.json()["id"] == OFFLINE_VISION_MODEL
+    other = httpx.post(f"{base_url}/v1/messages", json={**_first_turn(True), "model": "claude-x"})
+    assert other.status_code == 404 and "'claude-x'" in other.json()["error"]["message"]
     missing = httpx.get(f"{base_url}/v1/models/claude-opus-4")
     assert missing.status_code == 404 and "'claude-opus-4'" in missing.json()["error"]["message"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from veriharness.hashing import sha256_json
 from veriharness.offline import OFFLINE_AGENT_MODEL
@@ -198,7 +198,9 @@ def _find_dict_with(value: Any, key: str) -> dict[str, Any] | None:
     return None
 
 
-def _message(body: dict[str, Any], content: list[ContentBlock], stop: str) -> AssistantMessage:
+def _message(
+    body: dict[str, Any], content: list[ContentBlock], stop: Literal["end_turn", "tool_use"]
+) -> AssistantMessage:
     steps = len(tool_steps(body.get("messages", [])))
     digest = sha256_json(body.get("messages", []))[7:31]
     usage = Usage(
@@ -209,7 +211,7 @@ def _message(body: dict[str, Any], content: list[ContentBlock], stop: str) -> As
         id=f"msg_offline_{steps:02d}_{digest}",
         model=str(body.get("model") or OFFLINE_AGENT_MODEL),
         content=content,
-        stop_reason=stop,  # type: ignore[arg-type]
+        stop_reason=stop,
         usage=usage,
     )
 

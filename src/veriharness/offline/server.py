@@ -169,6 +169,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "not_found_error", f"no such path: POST {path}")
 
     def _messages(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        if model != OFFLINE_AGENT_MODEL:
+            # Answering under another model's name would put a scripted reply in its place.
+            self._error(
+                404,
+                "not_found_error",
+                f"model {model!r} is not served here; "
+                f"the offline agent model is {OFFLINE_AGENT_MODEL!r}",
+            )
+            return
         try:
             message = next_message(body)
         except PolicyInputError as error:
