@@ -27,6 +27,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
@@ -87,10 +88,22 @@ def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
         per_task = values.groupby(["task", "condition"])[metric].mean().unstack()
         for _, row in per_task.reindex(columns=conditions).iterrows():
             ax.plot(
-                range(len(conditions)), row.to_numpy(float), color="0.6", lw=0.8, marker="o", ms=3
+                range(len(conditions)),
+                row.to_numpy(float, na_value=np.nan),
+                color="0.6",
+                lw=0.8,
+                marker="o",
+                ms=3,
             )
         means = values.groupby("condition")[metric].mean().reindex(conditions)
-        ax.plot(range(len(conditions)), means.to_numpy(float), "D", color="C3", ms=8, label="mean")
+        ax.plot(
+            range(len(conditions)),
+            means.to_numpy(float, na_value=np.nan),
+            "D",
+            color="C3",
+            ms=8,
+            label="mean",
+        )
         ax.set_xticks(range(len(conditions)), conditions, rotation=20)
         ax.set_title(metric.removeprefix("metric_"))
     axes[0][0].legend(fontsize=8)
