@@ -116,9 +116,13 @@ def trace_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stderr") / "server.log"
+
+
+@pytest.fixture(scope="session")
 def mllm(
-    stub: ProviderStub, workspace: Path, catalog_file: Path, trace_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
+    stub: ProviderStub, workspace: Path, catalog_file: Path, trace_path: Path, server_log: Path
 ) -> Iterator[BlockingMcpClient]:
     env = {k: v for k, v in os.environ.items() if k != "VH_TEST_UNSET_KEY"}
     env |= {"VH_STUB_URL": stub.base, "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE}
@@ -128,7 +132,7 @@ def mllm(
               "--catalog", str(catalog_file), "--trace", str(trace_path)],
         env=env,
     )
-    errlog = open(tmp_path_factory.mktemp("stderr") / "server.log", "w")  # noqa: SIM115
+    errlog = open(server_log, "w")  # noqa: SIM115
     with BlockingMcpClient(params, errlog) as client:
         yield client
     errlog.close()

@@ -144,13 +144,14 @@ def prepare_image(workspace: Path, item: ImageInput) -> PreparedImage:
         except (OSError, ValueError) as error:
             raise _refuse(item.label, item.path, f"cannot decode the image: {error}") from None
         media_type = "image/png"
+    file_sha256 = sha256_bytes(data)
     return PreparedImage(
         label=item.label,
         path=item.path,
-        file_sha256=sha256_bytes(data),
+        file_sha256=file_sha256,
         region=item.region,
         data=attached,
-        attached_sha256=sha256_bytes(attached),
+        attached_sha256=file_sha256 if attached is data else sha256_bytes(attached),
         media_type=media_type,
         width=width,
         height=height,

@@ -17,6 +17,7 @@ schema is ``CallRequest``'s, with the taxonomy's codes as an enum.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 import uuid
@@ -215,8 +216,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"mllm-server: {error}", file=sys.stderr)
         return 2
     service = CallService(args.workspace.resolve(), catalog, taxonomy, TraceWriter(args.trace))
+    server = build_server(service)
+    # httpx logs every request URL at INFO, and a provider URL may be private: keep it out of
+    # the stderr that Claude Code collects.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        build_server(service).run("stdio")
+        server.run("stdio")
     finally:
         service.trace.close()
     return 0
