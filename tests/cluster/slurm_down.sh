@@ -38,6 +38,24 @@ stop_one() {  # stop_one NAME PID: TERM, then wait at most 30 s for it to go
   return 1
 }
 
+# Jobs first: a job step outlives slurmd, so stopping the daemons under running jobs would leave
+# their processes behind. Every job on this one-node test cluster was submitted to it by the
+# test, so all of them are cancelled.
+if grep -q '^slurmctld ' "$started" && scontrol ping 2>/dev/null | grep -q UP; then
+  jobs=$(squeue -h -o %i | tr '\n' ' ')
+  if [ -n "${jobs// }" ]; then
+    say "cancelling jobs still queued or running: $jobs"
+    # shellcheck disable=SC2086
+    scancel $jobs || say "scancel reported an error (some jobs may have just finished)"
+    for ((i = 0; i < 60; i++)); do
+      [ -z "$(squeue -h -t PENDING,RUNNING,COMPLETING,SUSPENDED -o %i)" ] && break
+      sleep 1
+    done
+    left=$(squeue -h -t PENDING,RUNNING,COMPLETING,SUSPENDED -o %i | tr '\n' ' ')
+    [ -z "${left// }" ] || say "ERROR: jobs still active 60s after scancel: $left"
+  fi
+fi
+
 # Reverse start order: slurmd, slurmctld, then munged, which both of them need while stopping.
 failed=0
 for name in slurmd slurmctld munged; do

@@ -1,0 +1,261 @@
+"""The offline matrix through a real single-node SLURM and through local execution, compared.
+
+`slurm_up.sh` starts munge, slurmctld and slurmd on this machine (root, Debian's slurm-wlm and
+munge, as `./setup.sh --test` installs them); `slurm_down.sh` stops them after the module. The
+workflow runs twice from one copy of the project that is its own git repository: once with
+`--profile workflow/profiles/slurm` (each job an `sbatch` job, status read with squeue), once with
+`--cores 2`, each into its own results directory outside the copy. Only execution settings differ,
+so both must give the same run folders, the same identity hashes and the same table rows.
+
+The one change to the profile's behaviour: the first status check comes after 2 s instead of 40 s,
+so the small matrix finishes in about a minute. The two runs go side by side to keep the module
+well under three minutes; their outputs do not overlap, so Snakemake's locks allow it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import pytest
+
+from veriharness.tools import find_claude
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+TASKS = ["landing-page", "pricing-table"]
+CONDITIONS = ["b3-absent", "b3-present"]
+EXPERIMENT = "example"
+# Rules that must run as cluster jobs, and those that may (cheap, but not declared local).
+CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
+MAY_RUN_ON_CLUSTER = CLUSTER_RULES | {"prepare_run"}
+# What a finished run folder must hold, whatever else it holds.
+REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
+            "audit.json", "metrics.json"]  # fmt: skip
+KEY_COLUMNS = ["condition", "task", "replicate"]
+PROJECT_PARTS = ["Snakefile", "pyproject.toml", "workflow", "config", "prompts", "conditions"]
+RUN_TIMEOUT_S = 900
+STOP_GRACE_S = 60
+FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "2"]
+# A two-rule workflow named like the real one: it proves SLURM, munge and the profile on their own,
+# so a failure here points at the cluster, not at VeriHarness's stages.
+MINIMAL_SNAKEFILE = """
+localrules: all
+rule all:
+    input: expand("out/{c}/{t}.score", c=["a", "b"], t=["x", "y"])
+rule run_agent:
+    output: "out/{c}/{t}.agent"
+    log: "logs/run_agent/{c}/{t}.log"
+    shell: "echo $SLURM_JOB_ID > {output} 2> {log}"
+rule score_answer:
+    input: "out/{c}/{t}.agent"
+    output: "out/{c}/{t}.score"
+    log: "logs/score_answer/{c}/{t}.log"
+    shell: "(cat {input}; echo $SLURM_JOB_ID) > {output} 2> {log}"
+"""
+
+pytestmark = pytest.mark.slow
+
+
+class Finished(NamedTuple):
+    """One finished `snakemake` invocation: its results and its console output."""
+
+    experiment: Path
+    output: str
+
+
+def _git(repo: Path, *args: str) -> None:
+    ident = ["-c", "user.name=cluster-test", "-c", "user.email=cluster-test@example.org"]
+    subprocess.run(["git", "-C", str(repo), *ident, *args], check=True, capture_output=True)
+
+
+def _run_script(name: str, state_dir: Path) -> str:
+    result = subprocess.run([str(HERE / name), str(state_dir)], capture_output=True, text=True,
+                            timeout=300)  # fmt: skip
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    state_dir = tmp_path_factory.mktemp("slurm-state")
+    try:
+        last = _run_script("slurm_up.sh", state_dir).strip().splitlines()[-1]
+        assert last == "SLURM_CONF=/etc/slurm/slurm.conf", last
+        yield state_dir
+    finally:
+        _run_script("slurm_down.sh", state_dir)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("project")
+    for name in PROJECT_PARTS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name)
+        else:
+            shutil.copy2(source, copy / name)
+    for task in TASKS:
+        shutil.copytree(ROOT / "tasks" / task, copy / "tasks" / task)
+    results = tmp_path_factory.mktemp("results")
+    for mode in ("slurm", "local"):
+        (copy / "config" / f"cluster-test-{mode}.yaml").write_text(
+            f"tasks: {json.dumps(TASKS)}\n"
+            f"execution:\n  results_dir: {json.dumps(str(results / mode))}\n"
+        )
+    _git(copy, "init", "-q")
+    _git(copy, "add", "-A")
+    _git(copy, "commit", "-qm", "Project copy for the cluster test")
+    return copy
+
+
+def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "VERIHARNESS_CLAUDE": str(find_claude()),
+        "VERIHARNESS_SLURM_PARTITION": "debug",
+        "VERIHARNESS_SLURM_ACCOUNT": "veriharness",
+    }
+    command = [sys.executable, "-m", "snakemake", "--configfile",
+               f"config/cluster-test-{mode}.yaml", *args, "all"]  # fmt: skip
+    return subprocess.Popen(command, cwd=project, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def _finish(process: subprocess.Popen[str], project: Path, mode: str) -> Finished:
+    output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+    assert process.returncode == 0, f"{mode} run failed:\n{output[-8000:]}"
+    config = (project / "config" / f"cluster-test-{mode}.yaml").read_text()
+    results = Path(json.loads(config.split("results_dir:", 1)[1].strip()))
+    return Finished(results / EXPERIMENT, output)
+
+
+@pytest.fixture(scope="module")
+def runs(slurm: Path, project: Path) -> dict[str, Finished]:
+    cluster = _start(project, "slurm", ["--profile", "workflow/profiles/slurm", *FAST_STATUS])
+    local = _start(project, "local", ["--cores", "2"])
+    try:
+        return {"local": _finish(local, project, "local"),
+                "slurm": _finish(cluster, project, "slurm")}  # fmt: skip
+    finally:
+        for process in (cluster, local):
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM first: Snakemake then cancels its SLURM jobs itself."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _slurm_job(job_id: str) -> dict[str, str]:
+    text = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    return dict(field.split("=", 1) for field in text.split() if "=" in field)
+
+
+def test_minimal_workflow_runs_as_slurm_jobs_with_the_profile_resources(
+    slurm: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "Snakefile").write_text(MINIMAL_SNAKEFILE)
+    profile = ROOT / "workflow" / "profiles" / "slurm"
+    env = {**os.environ, "VERIHARNESS_SLURM_PARTITION": "debug",
+           "VERIHARNESS_SLURM_ACCOUNT": "veriharness"}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", str(profile), *FAST_STATUS],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
+    job_ids = set()
+    for score in sorted(tmp_path.glob("out/*/*.score")):
+        agent_job, score_job = score.read_text().split()
+        assert agent_job != score_job, score
+        job_ids |= {agent_job, score_job}
+        agent = _slurm_job(agent_job)
+        assert (agent["JobState"], agent["Partition"]) == ("COMPLETED", "debug"), agent
+        assert agent["MinMemoryNode"] == "2000M", agent  # set-resources run_agent mem_mb
+        assert agent["TimeLimit"] == "00:30:00", agent  # set-resources run_agent runtime
+        assert _slurm_job(score_job)["TimeLimit"] == "00:15:00"
+    assert len(job_ids) == 8, job_ids
+    kept = {p.stem for p in (tmp_path / ".snakemake" / "slurm_logs").glob("*/*/*.log")}
+    assert kept == job_ids, "SLURM's log of every successful job is kept"
+
+
+def _run_dirs(experiment: Path) -> dict[tuple[str, str], Path]:
+    return {(c, t): experiment / c / t / "r1" for c in CONDITIONS for t in TASKS}
+
+
+def _files(run: Path) -> set[str]:
+    return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
+
+
+def test_cluster_jobs_went_through_sbatch(runs: dict[str, Finished], project: Path) -> None:
+    logs = project / ".snakemake" / "slurm_logs"
+    per_rule = {d.name.removeprefix("rule_"): len(list(d.glob("*/*.log"))) for d in logs.iterdir()}
+    assert CLUSTER_RULES <= set(per_rule) <= MAY_RUN_ON_CLUSTER, per_rule
+    assert set(per_rule.values()) == {len(TASKS) * len(CONDITIONS)}, per_rule
+    submitted = runs["slurm"].output.count("has been submitted with SLURM jobid")
+    assert submitted == sum(per_rule.values()), runs["slurm"].output
+    assert "has been submitted with SLURM" not in runs["local"].output
+
+
+def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished]) -> None:
+    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs["slurm"].experiment)
+    for key, local_run in local.items():
+        files = _files(local_run)
+        missing = [f for f in REQUIRED if f not in files]
+        assert not missing, f"{local_run}: missing {missing}"
+        assert _files(cluster[key]) == files, key
+        for run in (local_run, cluster[key]):
+            outcome = json.loads((run / "outcome.json").read_text())
+            assert outcome["status"] == "ok", (run, outcome)
+
+
+def test_identity_hashes_match(runs: dict[str, Finished]) -> None:
+    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs["slurm"].experiment)
+    hashes = set()
+    for key, local_run in local.items():
+        local_record = json.loads((local_run / "run.json").read_text())
+        cluster_record = json.loads((cluster[key] / "run.json").read_text())
+        assert local_record["identity_hash"].startswith("sha256:")
+        assert cluster_record["identity_hash"] == local_record["identity_hash"], key
+        assert cluster_record["identity"] == local_record["identity"], key
+        hashes.add(local_record["identity_hash"])
+    assert len(hashes) == len(local), "every run of the matrix has its own identity"
+
+
+def _tables(experiment: Path) -> dict[str, pd.DataFrame]:
+    paths = [*experiment.glob("tables/*.csv"), experiment / "comparison.csv",
+             *experiment.glob("*/summary.csv")]  # fmt: skip
+    return {str(p.relative_to(experiment)): pd.read_csv(p) for p in paths}
+
+
+def _keys(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    columns = [c for c in KEY_COLUMNS if c in frame.columns]
+    return sorted(tuple(str(v) for v in row) for row in frame[columns].itertuples(index=False))
+
+
+def test_tables_have_the_same_rows(runs: dict[str, Finished]) -> None:
+    local, cluster = _tables(runs["local"].experiment), _tables(runs["slurm"].experiment)
+    assert "tables/runs.csv" in local
+    assert sorted(cluster) == sorted(local)
+    for name, frame in local.items():
+        assert list(cluster[name].columns) == list(frame.columns), name
+        assert len(cluster[name]) == len(frame), name
+        assert _keys(cluster[name]) == _keys(frame), name
+    expected = sorted((c, t, "1") for c in CONDITIONS for t in TASKS)
+    assert _keys(local["tables/runs.csv"]) == expected
