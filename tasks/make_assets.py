@@ -1,4 +1,4 @@
-"""Draw the raster assets of the example tasks (run from the checkout: python3 tasks/make_assets.py).
+"""Draw the raster assets of the example tasks: `python3 tasks/make_assets.py` from the checkout.
 
 The pictures are abstract shapes drawn with Pillow so the tasks own every byte they ship; the
 vector icons and logos are hand-written SVG files kept next to them. Text never goes into an
@@ -48,8 +48,9 @@ def landscape(path: Path, size: tuple[int, int]) -> None:
     width, height = size
     image = _gradient(size, (254, 215, 170), (251, 146, 60))
     draw = ImageDraw.Draw(image)
-    draw.ellipse([width * 0.62, height * 0.18, width * 0.62 + 90, height * 0.18 + 90],
-                 fill=(255, 247, 237))
+    draw.ellipse(
+        [width * 0.62, height * 0.18, width * 0.62 + 90, height * 0.18 + 90], fill=(255, 247, 237)
+    )
     rng = random.Random(7)
     for layer, colour in enumerate([(120, 53, 15), (154, 52, 18), (67, 20, 7)]):
         base = height * (0.55 + layer * 0.14)

@@ -325,3 +325,20 @@ def test_render_reference_refuses_a_page_that_reaches_outside(tmp_path: Path) ->
     (task / "task.yaml").write_text("id: t\nviewport: {width: 0, height: 90}\n")
     result = _veriharness("render-reference", task)
     assert result.returncode == 2 and "viewport.width" in result.stderr
+
+
+def test_a_page_that_breaks_the_dom_walk_is_an_error_but_keeps_its_capture(
+    tmp_path: Path, renderer: Renderer
+) -> None:
+    answer = _answer(
+        tmp_path / "answer",
+        "<body style='margin:0;background:rgb(10,20,30)'><p>sabotage</p><script>"
+        "Range.prototype.getBoundingClientRect = () => { throw new Error('no boxes'); };"
+        "</script></body>",
+    )
+    out = tmp_path / "out"
+    record = render_answer(renderer, answer, _reference(tmp_path / "ref.png", 120, 80), out)
+    assert record.status == "error" and "no boxes" in (record.error or "")
+    with Image.open(out / "render.png") as shot:
+        assert shot.convert("RGB").getpixel((100, 70)) == (10, 20, 30)
+    assert _dom(out).texts == []

@@ -18,6 +18,10 @@ Design notes
   it, so a reference's `reference_dom.json` does not depend on where the checkout lives. `data:`
   URLs are written as their media type plus a sha256 of the whole URL, keeping the file small while
   still telling two inline images apart.
+- Known limit: the DOM walk runs in the page's own JavaScript world, so an answer that replaces
+  built-ins such as `getComputedStyle` could distort `dom.json` (it cannot touch `render.png`).
+  Running the walk in an isolated world over CDP would close that gap at the price of a call
+  without a time limit.
 """
 
 from __future__ import annotations
@@ -238,7 +242,6 @@ class RenderSetupError(RuntimeError):
 class Capture(BaseModel):
     """What one page load produced, before anything is written to disk."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     status: Status
     error: str | None = None
     viewport_png: bytes | None = None
@@ -340,6 +343,7 @@ class Renderer:
         )
         launch_ms = self._take_launch_ms()
         dom = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+        shot = full = None
         start, load_ms = time.perf_counter(), 0.0
         try:
             context.route("**/*", route)
@@ -352,24 +356,23 @@ class Renderer:
             page.add_style_tag(content=FREEZE_CSS)
             page.wait_for_function("() => document.fonts.ready.then(() => true)", timeout=timeout)
             load_ms, start = _ms(start), time.perf_counter()
+            shot = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
             raw = page.wait_for_function(DOM_SCRIPT, timeout=timeout).json_value()
             for image in raw["images"]:
                 image["src"] = _tidy_src(image["src"], root)
             dom = DomRecord(
                 viewport=viewport, page=raw["page"], texts=raw["texts"], images=raw["images"]
             )
-            shot = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
-            full = None
             if dom.page.height > viewport.height:
                 full = page.screenshot(
                     full_page=True, animations="disabled", caret="hide", timeout=timeout
                 )
             status, error = "ok", None
-        except PlaywrightError as exc:
-            shot = full = None
+        except (PlaywrightError, ValidationError, KeyError, TypeError) as exc:
+            # The answer's own scripts can break the page or the DOM walk: a result, not a crash.
+            # A viewport capture already taken is kept; render.json says what failed.
             status, error = "error", str(exc).strip()
             load_ms = load_ms or _ms(start)
-            start = time.perf_counter()
         finally:
             context.close()
         return Capture(
@@ -464,7 +467,7 @@ def task_viewport(task_dir: Path) -> Size:
     except (OSError, yaml.YAMLError) as exc:
         raise RenderSetupError(f"{path} cannot be read: {exc}") from exc
     try:
-        return _TaskView.model_validate(raw, strict=False).viewport
+        return _TaskView.model_validate(raw, strict=True).viewport
     except ValidationError as exc:
         raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
 
