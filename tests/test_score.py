@@ -1,0 +1,206 @@
+"""The `score` verb through its real boundary: pages rendered by the real render verb in Debian's
+Chromium, then scored by `python -m veriharness score` in a subprocess, reading real files.
+
+One batch render and one batch score serve the whole module (one browser, one OCR per reference).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = sorted(
+    p.parent.name
+    for p in (ROOT / "tasks").glob("*/reference.html")
+    if (p.parent / "reference.png").is_file() and (p.parent / "reference_dom.json").is_file()
+)
+BLOCK_METRICS = ("block_match", "text_similarity", "position", "color")
+
+
+def veriharness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veriharness", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
+    )
+
+
+def _run_folder(base: Path, name: str, task: str, html: str | None) -> dict[str, str]:
+    run = base / name
+    answer = run / "answer"
+    answer.mkdir(parents=True)
+    if html is not None:
+        (answer / "answer.html").write_text(html, encoding="utf-8")
+    return {
+        "render_dir": str(run / "render"),
+        "answer_dir": str(answer),
+        "task_dir": str(ROOT / "tasks" / task),
+        "out_dir": str(run),
+    }
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    assert TASKS, "no task ships reference.html, reference.png and reference_dom.json"
+    base = tmp_path_factory.mktemp("runs")
+    task = TASKS[0]
+    reference = ROOT / "tasks" / task / "reference.png"
+    jobs: dict[str, dict[str, str]] = {}
+    for name in TASKS:
+        source = ROOT / "tasks" / name
+        jobs[f"self-{name}"] = _run_folder(
+            base, f"self-{name}", name, (source / "reference.html").read_text(encoding="utf-8")
+        )
+        if (source / "assets").is_dir():
+            shutil.copytree(source / "assets", Path(jobs[f"self-{name}"]["answer_dir"]) / "assets")
+    jobs["blank"] = _run_folder(base, "blank", task, "<!doctype html><html><body></body></html>")
+    jobs["missing"] = _run_folder(base, "missing", task, None)
+    jobs["screenshot"] = _run_folder(
+        base,
+        "screenshot",
+        task,
+        '<!doctype html><body style="margin:0"><img src="assets/ref.png" style="display:block">',
+    )
+    (Path(jobs["screenshot"]["answer_dir"]) / "assets").mkdir()
+    shutil.copy(reference, Path(jobs["screenshot"]["answer_dir"]) / "assets" / "ref.png")
+    jobs["remote"] = _run_folder(
+        base,
+        "remote",
+        task,
+        '<!doctype html><head><link rel="stylesheet" href="https://fonts.example.com/x.css">'
+        "</head><body><h1>Simple plans for every team</h1></body>",
+    )
+    render_batch = base / "render.jsonl"
+    render_batch.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "answer_dir": job["answer_dir"],
+                    "reference": str(Path(job["task_dir"]) / "reference.png"),
+                    "out": job["render_dir"],
+                }
+            )
+            + "\n"
+            for job in jobs.values()
+        )
+    )
+    rendered = veriharness("render", "--batch", str(render_batch))
+    assert rendered.returncode == 0, rendered.stderr
+    score_batch = base / "score.jsonl"
+    score_batch.write_text("".join(json.dumps(job) + "\n" for job in jobs.values()))
+    done = veriharness("score", "--batch", str(score_batch), "--ocr-cache", str(base / "ocr"))
+    assert done.returncode == 0, done.stderr
+    return {name: Path(job["out_dir"]) for name, job in jobs.items()}
+
+
+def _read(run: Path, name: str) -> dict:
+    return json.loads((run / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_reference_page_scored_against_itself_is_near_perfect(scored, task) -> None:
+    record = _read(scored[f"self-{task}"], "metrics.json")
+    metrics = record["metrics"]
+    assert record["kind"] == "metrics" and record["status"] == "ok"
+    assert metrics["ssim"] >= 0.99
+    assert 1 - metrics["mae"] >= 0.99
+    for name in BLOCK_METRICS:
+        assert metrics[name] >= 0.99, name
+    # The OCR word metric of a perfect answer is exactly the task's OCR ceiling (what tesseract
+    # reads of the reference against the reference's own DOM words).
+    assert metrics["ocr_word_f1"] == pytest.approx(record["details"]["ocr_words"]["f1_ceiling"])
+    assert record["details"]["ocr_words"]["f1_ceiling"] > 0.7  # OCR itself works on the page
+    assert record["details"]["size_mismatch"] is None
+    audit = _read(scored[f"self-{task}"], "audit.json")
+    assert not any(audit["flags"].values()), audit["evidence"]
+
+
+def test_a_blank_page_scores_low_on_every_metric(scored) -> None:
+    blank = _read(scored["blank"], "metrics.json")["metrics"]
+    perfect = _read(scored[f"self-{TASKS[0]}"], "metrics.json")["metrics"]
+    assert blank["ssim"] < perfect["ssim"] - 0.1
+    assert blank["mae"] > perfect["mae"] + 0.02
+    assert blank["ocr_word_precision"] == 0.0 and blank["ocr_word_f1"] == 0.0
+    for name in BLOCK_METRICS:
+        assert blank[name] == 0.0, name
+    assert _read(scored["blank"], "audit.json")["flags"]["low_text_volume"] is True
+
+
+def test_a_missing_answer_is_no_render_with_null_metrics(scored) -> None:
+    record = _read(scored["missing"], "metrics.json")
+    assert record["status"] == "no_render"
+    assert record["details"]["render_status"] == "missing_answer"
+    assert set(record["metrics"].values()) == {None}
+    assert len(record["metrics"]) == 9
+    audit = _read(scored["missing"], "audit.json")
+    assert audit["evidence"]["screenshot_substitution"] == {"checked": False}
+
+
+def test_an_image_of_the_reference_is_flagged_as_screenshot_substitution(scored) -> None:
+    audit = _read(scored["screenshot"], "audit.json")
+    assert audit["flags"]["screenshot_substitution"] is True
+    evidence = audit["evidence"]["screenshot_substitution"]
+    assert {"src": "assets/ref.png", "distance": 0} in evidence["hash_matches"]
+    assert any(item["share"] >= 0.99 and item["kind"] == "img" for item in evidence["large"])
+    assert audit["flags"]["remote_dependencies"] is False
+
+
+def test_a_remote_stylesheet_is_flagged_with_its_url(scored) -> None:
+    audit = _read(scored["remote"], "audit.json")
+    assert audit["flags"]["remote_dependencies"] is True
+    evidence = audit["evidence"]["remote_dependencies"]
+    assert "https://fonts.example.com/x.css" in evidence["urls"]
+    assert evidence["declared"] == ["https://fonts.example.com/x.css"]
+
+
+def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path) -> None:
+    run = scored["blank"]
+    render = tmp_path / "render"
+    shutil.copytree(run / "render", render)
+    single = veriharness(
+        "score",
+        "--render-dir",
+        str(render),
+        "--answer-dir",
+        str(run / "answer"),
+        "--task-dir",
+        str(ROOT / "tasks" / TASKS[0]),
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert single.returncode == 0, single.stderr
+    assert _read(tmp_path, "metrics.json")["metrics"] == _read(run, "metrics.json")["metrics"]
+
+    info = json.loads((render / "render.json").read_text())
+    info["status"] = "rendered"
+    (render / "render.json").write_text(json.dumps(info))
+    (tmp_path / "metrics.json").unlink()
+    bad = veriharness(
+        "score",
+        "--render-dir",
+        str(render),
+        "--answer-dir",
+        str(run / "answer"),
+        "--task-dir",
+        str(ROOT / "tasks" / TASKS[0]),
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert bad.returncode == 2
+    assert "render.json: status:" in bad.stderr and "'rendered'" in bad.stderr
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_missing_arguments_are_named() -> None:
+    done = veriharness("score", "--render-dir", "x")
+    assert done.returncode == 2
+    assert "--answer-dir" in done.stderr and "--out-dir" in done.stderr
