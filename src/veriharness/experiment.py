@@ -71,6 +71,8 @@ __all__ = [
 
 ANTHROPIC_API = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
+# Snakemake always loads this file first, so it is an input of every experiment it starts.
+DEFAULT_CONFIG = "config/config.yaml"
 
 
 class ModelCheckError(RuntimeError):
@@ -106,15 +108,23 @@ class Definition:
 
 def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None) -> list[str]:
     candidates = [config.prompts_dir, config.conditions_dir, config.tasks_dir, config.taxonomy,
-                  config.model_catalog]
-    if config_file is not None:
+                  config.model_catalog, DEFAULT_CONFIG]
+    # An experiment record is an output whose every value is recorded; a config file is an input.
+    if config_file is not None and not _is_record(config_file):
         candidates.append(str(config_file))
     inside = []
     for item in candidates:
         path = (root / item).resolve()
-        if path.is_relative_to(root.resolve()):
+        if path.exists() and path.is_relative_to(root.resolve()):
             inside.append(path.relative_to(root.resolve()).as_posix() or ".")
     return inside
+
+
+def _is_record(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("kind") == "experiment_record"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def load_definition(
@@ -133,8 +143,13 @@ def load_definition(
     task_ids = resolve_task_ids(config, root)
     state = git_state(root, _input_paths(config, root, config_file))
     uncommitted = require_committed(state, config.allow_uncommitted)
-    return Definition(root, config, task_ids, conditions, catalog, load_taxonomy(taxonomy_path),
+    return Definition(root, config, task_ids, conditions, catalog, _read_taxonomy(taxonomy_path),
                       state, uncommitted)
+
+
+def _read_taxonomy(path: Path) -> Taxonomy:
+    # load_taxonomy caches by path; the record must hash the file as it is now.
+    return load_taxonomy.__wrapped__(path)
 
 
 def shared_identity(defn: Definition) -> dict[str, Any]:
@@ -284,6 +299,9 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
         tasks=tasks,
         shared=shared,
         cells=cells,
+        matrix={"conditions": list(defn.config.conditions),
+                "tasks": list(defn.selected_task_ids),
+                "replicates": defn.config.replicates},
         model_check=model_check,
         provenance=provenance.model_dump(mode="json"),
         execution=execution_record(defn.config),

@@ -82,6 +82,7 @@ class ExperimentRecord(BaseModel):
     tasks: dict[str, dict[str, Any]]
     shared: dict[str, Any]
     cells: dict[str, dict[str, str]]
+    matrix: dict[str, Any]
     model_check: dict[str, Any]
     provenance: dict[str, Any]
     execution: dict[str, Any]
