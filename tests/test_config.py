@@ -188,3 +188,11 @@ def test_repository_conditions_load() -> None:
     assert present.modules == (*absent.modules, "b3-verification-v0.1")
     with pytest.raises(ConfigError, match="no file"):
         load_condition(ROOT / "conditions", "b4")
+
+
+def test_every_exported_name_exists() -> None:
+    import importlib
+
+    for name in ("config", "prompts", "record", "provenance", "experiment", "prepare"):
+        module = importlib.import_module(f"veriharness.{name}")
+        assert [n for n in module.__all__ if not hasattr(module, n)] == [], name
