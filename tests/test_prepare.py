@@ -74,6 +74,13 @@ def test_inputs_changed_after_the_check_are_refused(project: Path) -> None:
     assert code == 2
     assert "cell b3-absent/alpha" in err and "changed since check-experiment" in err
     assert not run_dir.exists()
+    # The same cross-check with a plain config and the record named separately.
+    proc = vh("prepare", "--config", str(project / "config" / "config.yaml"),
+              "--experiment-record", str(project / "results" / "t" / "experiment.json"),
+              "--project-root", str(project), "--condition", "b3-absent", "--task", "alpha",
+              "--replicate", "1", "--run-dir", str(run_dir), "--allow-uncommitted")
+    assert proc.returncode == 2 and "changed since check-experiment" in proc.stderr
+    assert not run_dir.exists()
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ Writes, in the run folder, ``run.json`` (identity, provenance, execution, offlin
 ``prompt/<module-id>.md`` (each resolved module). It makes no network request and hashes only the
 one task it prepares, so it stays cheap when Snakemake runs it for every cell.
 
-When the config is an experiment record, the cell's identity hash must equal the one
-``check-experiment`` recorded: a prompt, task or condition edited after the check is refused
-instead of producing a run that the experiment record does not describe.
+When the config is an experiment record (or ``--experiment-record`` names one), the cell's
+identity hash must equal the one ``check-experiment`` recorded: a prompt, task or condition edited
+after the check is refused instead of producing a run the experiment record does not describe.
 """
 
 from __future__ import annotations
@@ -101,14 +101,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True)
     parser.add_argument("--replicate", type=int, required=True, help="1-based replicate index")
     parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--experiment-record", type=Path,
+                        help="experiment.json whose cell hash this run must match (default: the "
+                             "--config file when it is an experiment record)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         config, root = load_from_args(args)
         defn = load_definition(config, root, args.config)
-        record, prompt = prepare_run(defn, args.condition, args.task, args.replicate,
-                                     _recorded_experiment(args.config))
+        recorded = _recorded_experiment(args.experiment_record or args.config)
+        if args.experiment_record is not None and recorded is None:
+            raise ConfigError(f"--experiment-record {args.experiment_record} is not a readable "
+                              "experiment record")
+        record, prompt = prepare_run(defn, args.condition, args.task, args.replicate, recorded)
     except DEFINITION_ERRORS as error:
         print(f"prepare: {error}", file=sys.stderr)
         return 2
