@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from veriharness.mllm.catalog import OFFLINE_URL_ENV
+from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs
 from veriharness.tools import claude_version, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
 
@@ -130,7 +130,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         system_prompt=run_dir / "system_prompt.md",
         catalog=(project / config.model_catalog).resolve(),
         taxonomy=(project / config.taxonomy).resolve(),
-        claude=find_claude(agent.claude_executable),
+        claude=find_claude(),
         endpoint=agent.endpoint,
         base_url=agent.base_url,
         api_key_env=agent.api_key_env,
@@ -207,7 +207,7 @@ def session_environment(
         if plan.endpoint == "gateway":
             if not plan.base_url:
                 raise RuntimeError("agent.endpoint is 'gateway' but agent.base_url is empty")
-            ours["ANTHROPIC_BASE_URL"] = plan.base_url
+            ours["ANTHROPIC_BASE_URL"] = expand_env_refs(plan.base_url, "agent.base_url")
     recorded = {k: _masked(k, v, plan) for k, v in sorted(ours.items())}
     return {**base, **ours}, recorded
 
@@ -383,9 +383,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from veriharness.config import load_experiment_config
+    from veriharness.config import load_config
 
-    config = load_experiment_config(args.config)
+    config = load_config(args.config)
     outcome = run_session(plan_session(config, args.run_dir, args.task_dir))
     print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
     # A failed session is a recorded outcome, not a pipeline failure.

@@ -19,6 +19,7 @@ import yaml
 from veriharness.hashing import sha256_json
 
 __all__ = [
+    "unwrap_experiment_record",
     "list_tasks",
     "task_files",
     "condition_inputs",
@@ -27,6 +28,16 @@ __all__ = [
 ]
 
 EFFECTIVE_CONFIG_NAME = "config.effective.json"
+
+
+def unwrap_experiment_record(config: dict[str, Any]) -> None:
+    """Let `--configfile results/<exp>/experiment.json` rerun that experiment: the record's
+    resolved config replaces whatever the default config file had put there."""
+    if config.get("kind") != "experiment_record":
+        return
+    resolved = dict(config["config"])
+    config.clear()
+    config.update(resolved)
 
 
 def list_tasks(config: dict[str, Any]) -> list[str]:

@@ -10,10 +10,12 @@ from veriharness.workflow_support import (
     identity_settings_digest,
     list_tasks,
     task_files,
+    unwrap_experiment_record,
     write_effective_config,
 )
 
 
+unwrap_experiment_record(config)
 validate(config, workflow.source_path("../schemas/config.schema.yaml"), set_default=True)
 
 EXPERIMENT = config["experiment"]

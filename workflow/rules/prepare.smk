@@ -16,4 +16,4 @@ rule prepare_run:
     shell:
         "{VH} prepare --config {EXPERIMENT_CONFIG} --condition {wildcards.condition}"
         " --task {wildcards.task} --replicate {wildcards.replicate}"
-        " --run-dir {params.run_dir} > {log} 2>&1"
+        " --run-dir {params.run_dir} --experiment-record {EXP_DIR}/experiment.json > {log} 2>&1"

@@ -23,6 +23,7 @@ from veriharness.hashing import sha256_file, sha256_json
 __all__ = [
     "OFFLINE_URL_ENV",
     "CatalogError",
+    "expand_env_refs",
     "ProviderSettings",
     "ModelProfile",
     "ModelCatalog",
@@ -36,6 +37,19 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 class CatalogError(ValueError):
     """The catalog, a profile name or a profile's environment is not usable."""
+
+
+def expand_env_refs(text: str, field: str) -> str:
+    """Replace each ``${NAME}`` in `text` by that environment variable; unset is an error."""
+
+    def expand(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = os.environ.get(name)
+        if not value:
+            raise CatalogError(f"{field} refers to environment variable {name}, which is not set")
+        return value
+
+    return _ENV_REF.sub(expand, text)
 
 
 class ProviderSettings(BaseModel):
@@ -52,16 +66,7 @@ class ProviderSettings(BaseModel):
     native_json: bool = False
 
     def resolved_base_url(self) -> str:
-        def expand(match: re.Match[str]) -> str:
-            name = match.group(1)
-            value = os.environ.get(name)
-            if not value:
-                raise CatalogError(
-                    f"base_url refers to environment variable {name}, which is not set"
-                )
-            return value
-
-        return _ENV_REF.sub(expand, self.base_url).rstrip("/")
+        return expand_env_refs(self.base_url, "base_url").rstrip("/")
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:

@@ -1,0 +1,167 @@
+"""The whole matrix through Snakemake, the real claude CLI, the real mllm server, the embedded
+offline model, Chromium and tesseract: 2 tasks x 2 conditions x 1 replicate in a copy of the
+project that is its own git repository, with contamination markers planted in it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from veriharness.tools import find_claude
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ["landing-page", "pricing-table"]
+CONDITIONS = ["b3-absent", "b3-present"]
+MARKER_FILE = f"CLAUDE-MD-MARKER-{uuid.uuid4().hex}"
+MARKER_COMMIT = f"COMMIT-MARKER-{uuid.uuid4().hex}"
+RUN_FILES = [
+    "run.json",
+    "system_prompt.md",
+    "mcp_config.json",
+    "transcript.jsonl",
+    "mllm_trace.jsonl",
+    "outcome.json",
+    "model_requests.jsonl",
+    "answer/answer.html",
+    "render/render.png",
+    "render/dom.json",
+    "render/render.json",
+    "audit.json",
+    "metrics.json",
+]
+
+pytestmark = pytest.mark.slow
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("project")
+    for name in ["Snakefile", "pyproject.toml", "workflow", "profiles", "config", "prompts",
+                 "conditions"]:  # fmt: skip
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name)
+        else:
+            shutil.copy2(source, copy / name)
+    for task in TASKS:
+        shutil.copytree(ROOT / "tasks" / task, copy / "tasks" / task)
+    (copy / "CLAUDE.md").write_text(f"Project notes. {MARKER_FILE}\n")
+    (copy / "config" / "test.yaml").write_text(
+        f"tasks: {json.dumps(TASKS)}\nexecution:\n  debug: true\n"
+    )
+    _git(copy, "init", "-q")
+    _git(copy, "-c", "user.name=t", "-c", "user.email=t@example.org", "add", "-A")
+    _git(copy, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm",
+         f"Initial import {MARKER_COMMIT}")  # fmt: skip
+    return copy
+
+
+def snakemake(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**__import__("os").environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--configfile", "config/test.yaml", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(project: Path) -> Path:
+    result = snakemake(project, "--cores", "4", "all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    return project / "results" / "example"
+
+
+def _run_dir(experiment: Path, condition: str, task: str) -> Path:
+    return experiment / condition / task / "r1"
+
+
+def test_every_run_folder_is_complete(finished: Path) -> None:
+    for condition in CONDITIONS:
+        for task in TASKS:
+            run = _run_dir(finished, condition, task)
+            missing = [f for f in RUN_FILES if not (run / f).is_file()]
+            assert not missing, f"{run}: missing {missing}"
+            outcome = json.loads((run / "outcome.json").read_text())
+            assert outcome["status"] == "ok", outcome
+            assert outcome["mllm_connected"] is True
+            assert outcome["offline"] is True
+            record = json.loads((run / "run.json").read_text())
+            assert (record["condition"], record["task"]) == (condition, task)
+
+
+def _mllm_calls(run: Path) -> int:
+    events = [json.loads(line) for line in (run / "mllm_trace.jsonl").read_text().splitlines()]
+    return sum(1 for e in events if e["event"] == "mllm_call_completed")
+
+
+def test_b3_present_runs_make_more_callmllm_calls(finished: Path) -> None:
+    for task in TASKS:
+        absent = _mllm_calls(_run_dir(finished, "b3-absent", task))
+        present = _mllm_calls(_run_dir(finished, "b3-present", task))
+        assert absent >= 1
+        assert present > absent, (task, absent, present)
+
+
+def test_no_request_the_model_received_holds_the_repository_markers(finished: Path) -> None:
+    requests = 0
+    for log in finished.glob("*/*/r1/model_requests.jsonl"):
+        text = log.read_text()
+        requests += text.count("\n")
+        assert MARKER_FILE not in text, f"CLAUDE.md leaked into {log}"
+        assert MARKER_COMMIT not in text, f"a commit message leaked into {log}"
+    assert requests >= 8  # 4 sessions, each several agent and CallMLLM requests
+
+
+def test_tables_comparison_and_report(finished: Path) -> None:
+    runs = pd.read_csv(finished / "tables" / "runs.csv")
+    assert len(runs) == 4
+    assert set(runs["condition"]) == set(CONDITIONS)
+    assert (finished / "comparison.csv").is_file()
+    assert (finished / "report" / "index.html").is_file()
+    for condition in CONDITIONS:
+        assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
+
+
+def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = re.search(r"^run_agent\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
+    assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 0
+    changed = snakemake(
+        project, "-n", "all", "--config", "execution={keep_workspaces: true, debug: false, "
+        "retries: 2}",
+    )  # fmt: skip
+    assert _planned_agent_jobs(changed) == 0
+
+
+def test_identity_changes_rerun_exactly_the_affected_sessions(
+    finished: Path, project: Path
+) -> None:
+    assert _planned_agent_jobs(snakemake(project, "-n", "all", "--config",
+                                         "agent={max_turns: 41}")) == 4  # fmt: skip
+    b3 = project / "prompts" / "b3-verification-v0.1.md"
+    original = b3.read_bytes()
+    try:
+        b3.write_bytes(original + b"\n")
+        assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 2
+    finally:
+        b3.write_bytes(original)
