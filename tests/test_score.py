@@ -204,3 +204,25 @@ def test_missing_arguments_are_named() -> None:
     done = veriharness("score", "--render-dir", "x")
     assert done.returncode == 2
     assert "--answer-dir" in done.stderr and "--out-dir" in done.stderr
+
+
+def test_a_batch_scores_the_good_runs_and_names_the_bad_one(scored, tmp_path: Path) -> None:
+    run = scored["blank"]
+    good = {
+        "render_dir": str(run / "render"),
+        "answer_dir": str(run / "answer"),
+        "task_dir": str(ROOT / "tasks" / TASKS[0]),
+        "out_dir": str(tmp_path / "good"),
+    }
+    bad = {**good, "render_dir": str(tmp_path / "nowhere"), "out_dir": str(tmp_path / "bad")}
+    batch = tmp_path / "score.jsonl"
+    batch.write_text(json.dumps(bad) + "\n" + json.dumps(good) + "\n")
+    done = veriharness("score", "--batch", str(batch))
+    assert done.returncode == 2
+    assert f"{tmp_path / 'nowhere' / 'render.json'}: file not found" in done.stderr
+    assert _read(tmp_path / "good", "metrics.json")["status"] == "ok"
+    assert not (tmp_path / "bad").exists()
+
+    batch.write_text(json.dumps({**good, "out": "x"}) + "\n")
+    done = veriharness("score", "--batch", str(batch))
+    assert done.returncode == 2 and "line 1: out: Extra inputs are not permitted" in done.stderr
