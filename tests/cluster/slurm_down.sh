@@ -6,7 +6,8 @@
 # slurm_up.sh lists each daemon it started as "NAME PID" in STATE_DIR/started. A daemon is ended
 # only while that pid still runs the named program, so a recycled pid is never signalled. Daemons
 # that were already running before slurm_up.sh (e.g. a system munged) are not in the list and are
-# left alone. Safe to run twice. The state directory is kept for its logs.
+# left alone. Jobs still on the cluster are cancelled first, and the /etc/slurm/slurm.conf that
+# slurm_up.sh wrote is removed last. Safe to run twice. The state directory is kept for its logs.
 set -euo pipefail
 
 state_dir=${1:-${VERIHARNESS_SLURM_DIR:-/tmp/veriharness-slurm}}
@@ -66,4 +67,13 @@ for name in slurmd slurmctld munged; do
 done
 [ "$failed" = 0 ] || die "some daemons did not stop; $started kept"
 : > "$started"
+
+# Our slurm.conf goes too. Left behind with no slurmctld, it makes every `scontrol` wait ~9 s
+# for the missing controller, and Snakemake's slurm executor plugin runs `scontrol show config`
+# when it is imported: every snakemake command on the machine, local runs included, would pay it.
+conf=/etc/slurm/slurm.conf
+if [ -f "$conf" ] && head -n 1 "$conf" | grep -q '^# Written by tests/cluster/slurm_up.sh'; then
+  rm -f "$conf"
+  say "removed $conf"
+fi
 say "stopped"
