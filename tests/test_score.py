@@ -226,3 +226,25 @@ def test_a_batch_scores_the_good_runs_and_names_the_bad_one(scored, tmp_path: Pa
     batch.write_text(json.dumps({**good, "out": "x"}) + "\n")
     done = veriharness("score", "--batch", str(batch))
     assert done.returncode == 2 and "line 1: out: Extra inputs are not permitted" in done.stderr
+
+
+def test_a_render_of_the_wrong_size_is_padded_and_the_mismatch_recorded(scored, tmp_path) -> None:
+    from PIL import Image
+
+    run = scored[f"self-{TASKS[0]}"]
+    render = tmp_path / "render"
+    shutil.copytree(run / "render", render)
+    with Image.open(render / "render.png") as full:
+        width, height = full.size
+        full.crop((0, 0, width - 100, height)).save(render / "render.png")
+    done = veriharness(
+        "score", "--render-dir", str(render), "--answer-dir", str(run / "answer"),
+        "--task-dir", str(ROOT / "tasks" / TASKS[0]), "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = _read(tmp_path, "metrics.json")
+    mismatch = record["details"]["size_mismatch"]
+    assert (mismatch["render"], mismatch["reference"]) == ([width - 100, height], [width, height])
+    perfect = _read(run, "metrics.json")["metrics"]
+    assert record["metrics"]["mae"] >= perfect["mae"]
+    assert record["metrics"]["block_match"] == perfect["block_match"]  # from the DOM, not pixels

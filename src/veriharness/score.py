@@ -138,7 +138,6 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     if not reference_png.is_file():
         raise InputError(f"{reference_png}: file not found (task_dir={job.task_dir})")
     render = load_model(job.render_dir / "render.json", RenderInfo)
-    reference_words = _reference_words(reference_png, ocr_cache)
     details: dict[str, Any] = {
         "render_status": render.status,
         "reference_png": sha256_file(reference_png),
@@ -150,7 +149,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
             dom=None,
             render_png=None,
             reference_png=reference_png,
-            reference_words=reference_words,
+            reference_words=[],
         )
         metrics = MetricsRecord(
             status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details
@@ -162,6 +161,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     if not render_png.is_file():
         raise InputError(f"{render_png}: file not found although render.json says status ok")
     dom = load_model(job.render_dir / "dom.json", DomFacts)
+    reference_words = _reference_words(reference_png, ocr_cache)
     values: dict[str, float | None] = {}
     pixels, details["size_mismatch"] = _pixel_metrics(render_png, reference_png)
     values.update(pixels)
