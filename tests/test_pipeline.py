@@ -5,6 +5,7 @@ project that is its own git repository, with contamination markers planted in it
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -68,10 +69,17 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-def snakemake(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**__import__("os").environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+def snakemake(
+    project: Path, *args: str, extra_config: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Snakemake in the copy; `extra_config` is YAML layered over config/test.yaml."""
+    configs = ["config/test.yaml"]
+    if extra_config is not None:
+        (project / "config" / "extra.yaml").write_text(extra_config)
+        configs.append("config/extra.yaml")
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--configfile", "config/test.yaml", *args],
+        [sys.executable, "-m", "snakemake", *args, "--configfile", *configs],
         cwd=project,
         env=env,
         capture_output=True,
@@ -147,8 +155,8 @@ def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
 def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
     assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 0
     changed = snakemake(
-        project, "-n", "all", "--config", "execution={keep_workspaces: true, debug: false, "
-        "retries: 2}",
+        project, "-n", "all",
+        extra_config="execution: {keep_workspaces: true, debug: false, retries: 2}\n",
     )  # fmt: skip
     assert _planned_agent_jobs(changed) == 0
 
@@ -156,8 +164,8 @@ def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path)
 def test_identity_changes_rerun_exactly_the_affected_sessions(
     finished: Path, project: Path
 ) -> None:
-    assert _planned_agent_jobs(snakemake(project, "-n", "all", "--config",
-                                         "agent={max_turns: 41}")) == 4  # fmt: skip
+    longer = snakemake(project, "-n", "all", extra_config="agent: {max_turns: 41}\n")
+    assert _planned_agent_jobs(longer) == 4
     b3 = project / "prompts" / "b3-verification-v0.1.md"
     original = b3.read_bytes()
     try:

@@ -56,6 +56,11 @@ _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}(/.*)?$")
 _LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/.*)?$")
 
 
+# Files that carry a config under "config": an experiment record (to rerun it), and the merged
+# config the workflow hands its verbs (which also names the files it was merged from).
+WRAPPED_CONFIG_KINDS = ("experiment_record", "effective_config")
+
+
 class ConfigError(ValueError):
     """The experiment definition is not usable; the message names the field and the value."""
 
@@ -205,7 +210,7 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
 
 def config_from_mapping(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
     """Validate a config mapping (a file's content or Snakemake's merged config)."""
-    if data.get("kind") == "experiment_record":
+    if data.get("kind") in WRAPPED_CONFIG_KINDS:
         data = data.get("config") or {}
     problems = _schema_errors(data)
     if problems:
@@ -237,7 +242,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
         raise ConfigError(f"config file {path} is not valid YAML/JSON: {error}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping, not {type(data).__name__}")
-    if data.get("kind") == "experiment_record":
+    if data.get("kind") in WRAPPED_CONFIG_KINDS:
         data = dict(data.get("config") or {})
     if overrides:
         data = _merge(data, overrides)

@@ -114,8 +114,12 @@ class Definition:
 def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None) -> list[str]:
     candidates = [config.prompts_dir, config.conditions_dir, config.tasks_dir, config.taxonomy,
                   config.model_catalog, DEFAULT_CONFIG]
-    # An experiment record is an output whose every value is recorded; a config file is an input.
-    if config_file is not None and not _is_record(config_file):
+    # An experiment record is an output whose every value is recorded; a config file is an input;
+    # the workflow's merged config stands for the files it was merged from.
+    kind, sources = _config_kind(config_file)
+    if kind == "effective_config":
+        candidates.extend(sources)
+    elif config_file is not None and kind != "experiment_record":
         candidates.append(str(config_file))
     inside = []
     for item in candidates:
@@ -125,11 +129,16 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
     return inside
 
 
-def _is_record(path: Path) -> bool:
+def _config_kind(path: Path | None) -> tuple[str | None, list[str]]:
+    if path is None:
+        return None, []
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("kind") == "experiment_record"
-    except (OSError, ValueError, AttributeError):
-        return False
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, []  # YAML config files are plain configs
+    if not isinstance(data, dict):
+        return None, []
+    return data.get("kind"), [str(s) for s in data.get("sources", [])]
 
 
 def load_definition(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -58,6 +59,8 @@ def read_words(image: Image.Image | str | Path, *, min_confidence: float = 30.0)
             text=True,
             timeout=120,
             check=False,
+            # tesseract's own threads fight each other on a small, busy machine (5x slower).
+            env={"OMP_THREAD_LIMIT": "1", **os.environ},
         )
     if result.returncode != 0:
         raise OcrError(f"tesseract failed ({result.returncode}): {result.stderr.strip()[:300]}")

@@ -89,10 +89,16 @@ def identity_settings_digest(config: dict[str, Any]) -> str:
     return sha256_json({"agent": agent, "experiment": config["experiment"]})
 
 
-def write_effective_config(config: dict[str, Any], experiment_dir: str) -> str:
-    """Write the merged config as JSON (atomically, only when it changed) and return its path."""
+def write_effective_config(
+    config: dict[str, Any], experiment_dir: str, sources: list[str]
+) -> str:
+    """Write the merged config as JSON (atomically, only when it changed) and return its path.
+
+    `sources` are the config files it was merged from: the uncommitted-input check covers them,
+    not this generated file."""
     path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
-    text = json.dumps(config, indent=2, sort_keys=True, default=str) + "\n"
+    wrapped = {"kind": "effective_config", "sources": sources, "config": config}
+    text = json.dumps(wrapped, indent=2, sort_keys=True, default=str) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return str(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,9 @@ REPLICATES = list(range(1, int(config["replicates"]) + 1))
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:
 # execution settings change this file but must not rerun finished sessions (docs/decisions.md).
-EXPERIMENT_CONFIG = write_effective_config(config, EXP_DIR)
+EXPERIMENT_CONFIG = write_effective_config(
+    config, EXP_DIR, [str(Path(f).resolve()) for f in workflow.configfiles]
+)
 IDENTITY_SETTINGS = identity_settings_digest(config)
 
 

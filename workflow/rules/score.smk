@@ -18,4 +18,5 @@ rule score_answer:
         f"{LOGS}/score_answer/{RUN_LOG}",
     shell:
         "{VH} score --render-dir {params.render_dir} --answer-dir {input.answer}"
-        " --task-dir {input.task} --out-dir {params.run_dir} > {log} 2>&1"
+        " --task-dir {input.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
+        " > {log} 2>&1"
