@@ -104,6 +104,7 @@ class AgentOutcome(BaseModel):
     duration_ms: int | None = None
     duration_api_ms: int | None = None
     wall_seconds: float = 0.0
+    session_seconds: float | None = None  # the claude process alone, from start to exit
     session_id: str | None = None
     mllm_connected: bool | None = None
     answer_present: bool = False
@@ -255,7 +256,9 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
             env, recorded_env = session_environment(plan, config_dir, offline_url)
             command = command_line(plan, mcp_path)
             base.update(command=command, environment=recorded_env)
+            session_clock = time.monotonic()
             exit_code, timed_out = _run_process(command, env, workspace, plan)
+            base["session_seconds"] = round(time.monotonic() - session_clock, 3)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
         outcome = AgentOutcome(

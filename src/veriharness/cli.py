@@ -56,10 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     verb = VERBS[known.verb]
     module = importlib.import_module(verb.module)
     sub = argparse.ArgumentParser(prog=f"veriharness {known.verb}", description=verb.help)
-    add = getattr(module, f"add_{known.verb.replace('-', '_')}_arguments", None) or getattr(
-        module, "add_arguments"
-    )
+    suffix = known.verb.replace("-", "_")
+    add = getattr(module, f"add_{suffix}_arguments", None) or module.add_arguments
     add(sub)
     args = sub.parse_args(argv[1:])
-    run = getattr(module, f"run_{known.verb.replace('-', '_')}", None) or getattr(module, "run")
+    run = getattr(module, f"run_{suffix}", None) or module.run
     return int(run(args) or 0)

@@ -157,13 +157,8 @@ def load_definition(
     task_ids = resolve_task_ids(config, root)
     state = git_state(root, _input_paths(config, root, config_file))
     uncommitted = require_committed(state, config.allow_uncommitted)
-    return Definition(root, config, task_ids, conditions, catalog, _read_taxonomy(taxonomy_path),
+    return Definition(root, config, task_ids, conditions, catalog, load_taxonomy(taxonomy_path),
                       state, uncommitted)
-
-
-def _read_taxonomy(path: Path) -> Taxonomy:
-    # load_taxonomy caches by path; the record must hash the file as it is now.
-    return load_taxonomy.__wrapped__(path)
 
 
 def shared_identity(defn: Definition) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import yaml
@@ -49,7 +48,6 @@ class Taxonomy(BaseModel):
         return [tag for tag in tags if tag not in valid]
 
 
-@cache
 def load_taxonomy(path: Path = DEFAULT_TAXONOMY_PATH) -> Taxonomy:
     path = Path(path)
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
