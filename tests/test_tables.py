@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from support.synthetic_runs import write_experiment
-from veriharness import tables
+from veriharness import tables, trace_reading
 from veriharness.table_columns import TABLES, schema_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,7 +221,7 @@ def test_docs_embed_the_declared_schema() -> None:
     )
 )
 def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
-    text = tables.summarize_input(value)
+    text = trace_reading.summarize_input(value)
     full = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if "…[" not in text:
         assert text == full

@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
 from veriharness.hashing import sha256_file  # noqa: E402
-from veriharness.tables import load_json, read_jsonl  # noqa: E402
+from veriharness.trace_reading import load_json, read_jsonl  # noqa: E402
 
 __all__ = [
     "plot_metrics_by_condition",

@@ -142,6 +142,19 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
     Column("call_id", "string", "mllm_trace:call_id", "id of the call"),
     Column("seq", "Int64", "derived:seq", "0-based order of the call within the run"),
     Column(
+        "tool_use_id",
+        "string",
+        "derived:tool_use_id",
+        "the transcript's mcp__mllm__call tool use this call answers (join to agent_tool_calls)",
+    ),
+    Column(
+        "tool_use_link",
+        "string",
+        "derived:tool_use_link",
+        "how tool_use_id was found: tool_use_id (recorded in the trace), order, "
+        "order_instruction_differs, or unmatched; null when the transcript is unreadable",
+    ),
+    Column(
         "outcome",
         "string",
         "derived:outcome",
