@@ -27,6 +27,7 @@ VERBS: dict[str, Verb] = {
     "check-experiment": Verb(
         "veriharness.experiment", "validate an experiment and write its experiment.json"
     ),
+    "hash-files": Verb("veriharness.hashing", "write the sha256 digests of some files"),
     "prepare": Verb("veriharness.prepare", "write one run's record and prompt snapshot"),
     "run-agent": Verb("veriharness.agent", "run one claude -p session for a prepared run"),
     "render": Verb("veriharness.render", "render answer.html of one or more runs"),

@@ -36,6 +36,12 @@ EXPERIMENT_CONFIG = write_effective_config(
 IDENTITY_SETTINGS = identity_settings_digest(config)
 
 
+localrules:
+    hash_task_inputs,
+    hash_condition_inputs,
+    prepare_run,
+
+
 wildcard_constraints:
     condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
     task="[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -54,15 +60,6 @@ def task_dir(wildcards):
 
 def reference_png(wildcards):
     return f"{task_dir(wildcards)}/reference.png"
-
-
-def prepare_inputs(wildcards):
-    return {
-        "task": task_files(config, wildcards.task),
-        "condition": condition_inputs(config, wildcards.condition),
-        "catalog": config["model_catalog"],
-        "taxonomy": config["taxonomy"],
-    }
 
 
 onstart:
