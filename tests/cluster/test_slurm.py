@@ -25,11 +25,13 @@ from typing import NamedTuple
 
 import pandas as pd
 import pytest
+import yaml
 
 from veriharness.tools import find_claude
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+PROFILE = ROOT / "workflow" / "profiles" / "slurm"
 TASKS = ["landing-page", "pricing-table"]
 CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"
@@ -44,22 +46,6 @@ PROJECT_PARTS = ["Snakefile", "pyproject.toml", "workflow", "config", "prompts",
 RUN_TIMEOUT_S = 900
 STOP_GRACE_S = 60
 FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "2"]
-# A two-rule workflow named like the real one: it proves SLURM, munge and the profile on their own,
-# so a failure here points at the cluster, not at VeriHarness's stages.
-MINIMAL_SNAKEFILE = """
-localrules: all
-rule all:
-    input: expand("out/{c}/{t}.score", c=["a", "b"], t=["x", "y"])
-rule run_agent:
-    output: "out/{c}/{t}.agent"
-    log: "logs/run_agent/{c}/{t}.log"
-    shell: "echo $SLURM_JOB_ID > {output} 2> {log}"
-rule score_answer:
-    input: "out/{c}/{t}.agent"
-    output: "out/{c}/{t}.score"
-    log: "logs/score_answer/{c}/{t}.log"
-    shell: "(cat {input}; echo $SLURM_JOB_ID) > {output} 2> {log}"
-"""
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +126,7 @@ def _finish(process: subprocess.Popen[str], project: Path, mode: str) -> Finishe
 
 @pytest.fixture(scope="module")
 def runs(slurm: Path, project: Path) -> dict[str, Finished]:
-    cluster = _start(project, "slurm", ["--profile", "workflow/profiles/slurm", *FAST_STATUS])
+    cluster = _start(project, "slurm", ["--profile", str(PROFILE), *FAST_STATUS])
     local = _start(project, "local", ["--cores", "2"])
     try:
         return {"local": _finish(local, project, "local"),
@@ -162,39 +148,6 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.wait()
 
 
-def _slurm_job(job_id: str) -> dict[str, str]:
-    text = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    return dict(field.split("=", 1) for field in text.split() if "=" in field)
-
-
-def test_minimal_workflow_runs_as_slurm_jobs_with_the_profile_resources(
-    slurm: Path, tmp_path: Path
-) -> None:
-    (tmp_path / "Snakefile").write_text(MINIMAL_SNAKEFILE)
-    profile = ROOT / "workflow" / "profiles" / "slurm"
-    env = {**os.environ, "VERIHARNESS_SLURM_PARTITION": "debug",
-           "VERIHARNESS_SLURM_ACCOUNT": "veriharness"}  # fmt: skip
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--profile", str(profile), *FAST_STATUS],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
-    job_ids = set()
-    for score in sorted(tmp_path.glob("out/*/*.score")):
-        agent_job, score_job = score.read_text().split()
-        assert agent_job != score_job, score
-        job_ids |= {agent_job, score_job}
-        agent = _slurm_job(agent_job)
-        assert (agent["JobState"], agent["Partition"]) == ("COMPLETED", "debug"), agent
-        assert agent["MinMemoryNode"] == "2000M", agent  # set-resources run_agent mem_mb
-        assert agent["TimeLimit"] == "00:30:00", agent  # set-resources run_agent runtime
-        assert _slurm_job(score_job)["TimeLimit"] == "00:15:00"
-    assert len(job_ids) == 8, job_ids
-    kept = {p.stem for p in (tmp_path / ".snakemake" / "slurm_logs").glob("*/*/*.log")}
-    assert kept == job_ids, "SLURM's log of every successful job is kept"
-
-
 def _run_dirs(experiment: Path) -> dict[tuple[str, str], Path]:
     return {(c, t): experiment / c / t / "r1" for c in CONDITIONS for t in TASKS}
 
@@ -203,13 +156,41 @@ def _files(run: Path) -> set[str]:
     return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
 
 
-def test_cluster_jobs_went_through_sbatch(runs: dict[str, Finished], project: Path) -> None:
+def _slurm_job(job_id: str) -> dict[str, str]:
+    text = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    return dict(field.split("=", 1) for field in text.split() if "=" in field)
+
+
+def _jobs_by_rule(project: Path) -> dict[str, list[dict[str, str]]]:
+    """Every SLURM job of the run, found through the log the profile keeps for each."""
     logs = project / ".snakemake" / "slurm_logs"
-    per_rule = {d.name.removeprefix("rule_"): len(list(d.glob("*/*.log"))) for d in logs.iterdir()}
-    assert CLUSTER_RULES <= set(per_rule) <= MAY_RUN_ON_CLUSTER, per_rule
-    assert set(per_rule.values()) == {len(TASKS) * len(CONDITIONS)}, per_rule
+    return {d.name.removeprefix("rule_"): [_slurm_job(log.stem) for log in d.glob("*/*.log")]
+            for d in logs.iterdir()}  # fmt: skip
+
+
+def _most_at_once(jobs: list[dict[str, str]]) -> int:
+    spans = [(job["StartTime"], job["EndTime"]) for job in jobs]  # ISO times sort as text
+    return max(sum(s < end and start < e for s, e in spans) for start, end in spans)
+
+
+def test_cluster_jobs_ran_on_slurm_with_the_profile_resources(
+    runs: dict[str, Finished], project: Path
+) -> None:
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    by_rule = _jobs_by_rule(project)
+    assert CLUSTER_RULES <= set(by_rule) <= MAY_RUN_ON_CLUSTER, sorted(by_rule)
+    for rule, jobs in by_rule.items():
+        assert len(jobs) == len(TASKS) * len(CONDITIONS), (rule, jobs)
+        wanted = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
+        for job in jobs:
+            assert (job["JobState"], job["Partition"]) == ("COMPLETED", "debug"), job
+            assert job["MinMemoryNode"] == f"{wanted['mem_mb']}M", (rule, job)
+            hours, minutes = divmod(int(wanted["runtime"]), 60)
+            assert job["TimeLimit"] == f"{hours:02d}:{minutes:02d}:00", (rule, job)
+    assert _most_at_once(by_rule["run_agent"]) <= profile["resources"]["agent_sessions"]
     submitted = runs["slurm"].output.count("has been submitted with SLURM jobid")
-    assert submitted == sum(per_rule.values()), runs["slurm"].output
+    assert submitted == sum(len(jobs) for jobs in by_rule.values()), runs["slurm"].output
     assert "has been submitted with SLURM" not in runs["local"].output
 
 
