@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from veriharness.mllm.backends import (
     OpenAIChatBackend,
     PreparedText,
     contract_text,
+    splice_images,
 )
 from veriharness.mllm.catalog import CatalogError, ProviderSettings
 from veriharness.mllm.images import prepare_image, resolve_image_path
@@ -86,6 +89,33 @@ def test_payload_order_instruction_then_labelled_inputs_then_contract() -> None:
             "Do it.", 'Input "notes" (text):\nabc', contract_text(request.output)]
     assert contract_text(TextOutput(kind="text")) is None
     assert '{"type": "array"}' in contract_text(request.output)
+
+
+def test_encoded_body_is_exactly_the_json_of_the_payload(tmp_path: Path) -> None:
+    noise_image(40, 30, seed=11).save(tmp_path / "a.png")
+    noise_image(50, 20, seed=12).save(tmp_path / "b.png")
+    images = tuple(
+        prepare_image(tmp_path, ImageInput(kind="image", label=label, path=f"{label}.png",
+                                           region=region))
+        for label, region in (("a", None), ("b", {"x": 3, "y": 4, "width": 20, "height": 10}))
+    )
+    tricky = 'quotes " and \\ back, <vh-image-00-0>, naïve 画面, \u2028 and \x00'
+    request = ModelRequest(f"Compare {tricky}", (PreparedText("t", tricky), *images),
+                           JsonOutput(kind="json", schema={"description": tricky}))
+    for backend in (OpenAIChatBackend(_settings("openai-chat", native_json=True)),
+                    AnthropicMessagesBackend(_settings("anthropic-messages"))):
+        expected = json.dumps(backend.payload(request), ensure_ascii=False).encode("utf-8")
+        assert backend.encode(request) == expected
+        assert base64.b64encode(images[1].data) in expected
+
+
+def test_splice_refuses_a_placeholder_that_is_not_unique(tmp_path: Path) -> None:
+    noise_image(4, 4, seed=13).save(tmp_path / "a.png")
+    image = prepare_image(tmp_path, ImageInput(kind="image", label="a", path="a.png"))
+    assert splice_images('["<p>"]', {"<p>": image}) == (
+        b'["' + base64.b64encode(image.data) + b'"]')
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        splice_images('["<p>", "<p>"]', {"<p>": image})
 
 
 def test_missing_key_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

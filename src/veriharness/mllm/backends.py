@@ -5,6 +5,18 @@ field for capability tags, so they cannot reach a provider) into that API's JSON
 once, and reads the reply text and token usage back. Two API styles exist: ``openai-chat``
 (``POST {base}/chat/completions``) and ``anthropic-messages`` (``POST {base}/v1/messages``).
 
+The body is built without passing image bytes through the JSON encoder: ``encode`` serialises the
+payload with a unique placeholder where each image's base64 goes, then joins the base64 bytes in
+at those points. Base64 text needs no JSON escaping, so the bytes are exactly what
+``json.dumps(payload(...))`` would give, while a screenshot's megabytes skip the encoder's
+character scan and two string copies (profiling showed that scan as the largest single cost of a
+call with a full screenshot). A placeholder carries a fresh random nonce and must occur exactly
+once in the skeleton, so no user text can be mistaken for it.
+
+The HTTP client is synchronous: the server runs each call in a worker thread (see ``server``),
+where a plain ``httpx.Client`` does the one POST with less per-request overhead than the async
+client on the event loop.
+
 Every provider fault is mapped to ``ProviderError`` in ``Backend.send`` and nowhere else:
 connection failures, timeouts, HTTP error statuses (with the status and a short excerpt of the
 body) and bodies that are not in the API's shape. The HTTP transport is built with
@@ -16,7 +28,9 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,6 +51,7 @@ __all__ = [
     "AnthropicMessagesBackend",
     "backend_for",
     "make_client",
+    "splice_images",
     "contract_text",
 ]
 
@@ -92,12 +107,32 @@ def _label_line(item: PreparedText | PreparedImage) -> str:
     return f'Input "{item.label}" ({kind}):'
 
 
-def make_client(settings: ProviderSettings) -> httpx.AsyncClient:
+def make_client(settings: ProviderSettings) -> httpx.Client:
     """A client with the profile's explicit timeouts and no transport-level retries."""
     timeout = httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
-    return httpx.AsyncClient(
-        timeout=timeout, transport=httpx.AsyncHTTPTransport(retries=0), trust_env=False
+    return httpx.Client(
+        timeout=timeout, transport=httpx.HTTPTransport(retries=0), trust_env=False
     )
+
+
+ImageData = Callable[[PreparedImage], str]
+
+
+def _base64_text(item: PreparedImage) -> str:
+    return base64.b64encode(item.data).decode("ascii")
+
+
+def splice_images(skeleton: str, placeholders: dict[str, PreparedImage]) -> bytes:
+    """``skeleton`` (JSON text) as UTF-8 with each placeholder replaced by its image's base64."""
+    pieces: list[bytes] = []
+    rest = skeleton
+    for token, item in placeholders.items():
+        if rest.count(token) != 1:
+            raise ValueError(f"image placeholder occurs {rest.count(token)} times in the body")
+        before, rest = rest.split(token)
+        pieces += [before.encode("utf-8"), base64.b64encode(item.data)]
+    pieces.append(rest.encode("utf-8"))
+    return b"".join(pieces)
 
 
 class Backend(ABC):
@@ -117,24 +152,39 @@ class Backend(ABC):
     @abstractmethod
     def headers(self) -> dict[str, str]: ...
 
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body as a JSON-ready dict, image data inline as base64 text."""
+        return self.body(request, _base64_text)
+
     @abstractmethod
-    def payload(self, request: ModelRequest) -> dict[str, Any]: ...
+    def body(self, request: ModelRequest, image_data: ImageData) -> dict[str, Any]:
+        """The request body, taking each image's base64 text from ``image_data``."""
 
     @abstractmethod
     def parse(self, body: Any) -> ModelReply:
         """Read the reply; raise KeyError, TypeError or ValueError when the shape is wrong."""
 
     def encode(self, request: ModelRequest) -> bytes:
-        return json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
+        """The exact bytes of ``json.dumps(payload(request), ensure_ascii=False)`` in UTF-8."""
+        nonce = secrets.token_hex(16)
+        placeholders: dict[str, PreparedImage] = {}
+
+        def placeholder(item: PreparedImage) -> str:
+            token = f"<vh-image-{nonce}-{len(placeholders)}>"
+            placeholders[token] = item
+            return token
+
+        skeleton = json.dumps(self.body(request, placeholder), ensure_ascii=False)
+        return splice_images(skeleton, placeholders)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._base_url, "<base_url>")
 
-    async def send(self, client: httpx.AsyncClient, request: ModelRequest) -> ModelReply:
+    def send(self, client: httpx.Client, request: ModelRequest) -> ModelReply:
         """Exactly one POST; every fault becomes a ``ProviderError``."""
         headers = {"content-type": "application/json", **self.headers()}
         try:
-            response = await client.post(self.url, content=self.encode(request), headers=headers)
+            response = client.post(self.url, content=self.encode(request), headers=headers)
         except httpx.TimeoutException as error:
             raise ProviderError(
                 "timeout",
@@ -185,13 +235,13 @@ class OpenAIChatBackend(Backend):
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    def payload(self, request: ModelRequest) -> dict[str, Any]:
+    def body(self, request: ModelRequest, image_data: ImageData) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"type": "text", "text": request.instruction}]
         for item in request.inputs:
             if isinstance(item, PreparedText):
                 parts.append({"type": "text", "text": f"{_label_line(item)}\n{item.content}"})
             else:
-                data = base64.b64encode(item.data).decode("ascii")
+                data = image_data(item)
                 parts.append({"type": "text", "text": _label_line(item)})
                 url = f"data:{item.media_type};base64,{data}"
                 parts.append({"type": "image_url", "image_url": {"url": url}})
@@ -229,13 +279,13 @@ class AnthropicMessagesBackend(Backend):
             headers["x-api-key"] = self._api_key
         return headers
 
-    def payload(self, request: ModelRequest) -> dict[str, Any]:
+    def body(self, request: ModelRequest, image_data: ImageData) -> dict[str, Any]:
         blocks: list[dict[str, Any]] = [{"type": "text", "text": request.instruction}]
         for item in request.inputs:
             if isinstance(item, PreparedText):
                 blocks.append({"type": "text", "text": f"{_label_line(item)}\n{item.content}"})
             else:
-                data = base64.b64encode(item.data).decode("ascii")
+                data = image_data(item)
                 blocks.append({"type": "text", "text": _label_line(item)})
                 blocks.append(
                     {"type": "image",

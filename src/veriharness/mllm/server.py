@@ -12,6 +12,12 @@ The tool receives its arguments exactly as the client sent them and validates th
 (``_RawArgumentsTool``): the SDK's own argument model would reject a malformed request before
 this module sees it, leaving no trace line and a less specific message. The advertised input
 schema is ``CallRequest``'s, with the taxonomy's codes as an enum.
+
+``CallService.call`` is plain synchronous code and the tool runs it in a worker thread: reading,
+hashing and cropping an image and the HTTP request then never block the event loop that serves
+the stdio stream, concurrent calls proceed side by side, and the whole call costs one thread hop
+(cheaper, measured, than the async HTTP client on the loop; see ``bench/mllm_overhead.py``).
+One HTTP client per profile lives as long as the server, so a call opens no new client.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -26,6 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -39,7 +47,7 @@ from veriharness.mllm.backends import (
     backend_for,
     make_client,
 )
-from veriharness.mllm.catalog import CatalogError, ModelCatalog, load_catalog
+from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
     CallRequest,
@@ -85,11 +93,12 @@ class CallService:
         self.catalog = catalog
         self.taxonomy = taxonomy
         self.trace = trace
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._lock = threading.Lock()
+        self._clients: dict[str, httpx.Client] = {}
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         for client in self._clients.values():
-            await client.aclose()
+            client.close()
         self._clients.clear()
 
     def _reject(self, call_id: str, arguments: dict[str, Any], message: str) -> ToolError:
@@ -97,7 +106,8 @@ class CallService:
                                       request=arguments))
         return ToolError(message)
 
-    async def call(self, arguments: dict[str, Any]) -> str:
+    def call(self, arguments: dict[str, Any]) -> str:
+        """One CallMLLM call, start to finish; raises ``ToolError`` for the agent to read."""
         call_id = uuid.uuid4().hex
         codes = self.taxonomy.codes
         try:
@@ -113,12 +123,10 @@ class CallService:
         self.trace.write(self._started(call_id, request, inputs, profile.name,
                                        self.catalog.profile_config_hash(profile)))
         model_request = ModelRequest(request.instruction, inputs, request.output)
-        client = self._clients.get(profile.name)
-        if client is None:
-            client = self._clients[profile.name] = make_client(profile.provider)
+        client = self._client(profile.name, profile.provider)
         begun = time.perf_counter()
         try:
-            reply = await backend.send(client, model_request)
+            reply = backend.send(client, model_request)
         except ProviderError as error:
             self.trace.write(CallFailed(call_id=call_id, time=now(), latency_ms=_ms(begun),
                                         error_type=error.error_type, error=str(error)))
@@ -136,6 +144,13 @@ class CallService:
             return reply.text
         return (f"The reply does not meet the requested JSON output ({check.parse_status}): "
                 f"{check.diagnostic}\nRaw reply:\n{reply.text}")
+
+    def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:
+        with self._lock:
+            client = self._clients.get(name)
+            if client is None:
+                client = self._clients[name] = make_client(settings)
+            return client
 
     def _prepare(self, item: Any) -> PreparedText | PreparedImage:
         if isinstance(item, TextInput):
@@ -178,7 +193,7 @@ class _RawArgumentsTool(Tool):
 
 def build_server(service: CallService) -> MCPServer:
     async def call(arguments: dict[str, Any]) -> str:
-        return await service.call(arguments)
+        return await anyio.to_thread.run_sync(service.call, arguments)
 
     tool = _RawArgumentsTool.from_function(
         call, name="call", description=TOOL_DESCRIPTION, structured_output=False
@@ -190,7 +205,7 @@ def build_server(service: CallService) -> MCPServer:
         try:
             yield
         finally:
-            await service.aclose()
+            service.close()
 
     return MCPServer("mllm", tools=[tool], lifespan=lifespan)
 
