@@ -20,6 +20,7 @@ from veriharness.hashing import sha256_json
 
 __all__ = [
     "unwrap_experiment_record",
+    "coerce_command_line_values",
     "list_tasks",
     "task_files",
     "condition_inputs",
@@ -38,6 +39,50 @@ def unwrap_experiment_record(config: dict[str, Any]) -> None:
     resolved = dict(config["config"])
     config.clear()
     config.update(resolved)
+
+
+_TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
+
+
+def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) -> None:
+    """Read `--config` text as the schema's types: Snakemake's parser keeps `true` and nested
+    values (`execution={debug: true}`) as strings. Only well-formed text is converted; anything
+    else stays as given, and schema validation then names the key and the value."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    _coerce(config, schema)
+
+
+def _coerce(node: dict[str, Any], schema: dict[str, Any]) -> None:
+    for key, spec in schema.get("properties", {}).items():
+        value = node.get(key)
+        kinds = spec.get("type")
+        kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+        if isinstance(value, dict) and "object" in kinds:
+            _coerce(value, spec)
+        elif isinstance(value, list) and "array" in kinds:
+            node[key] = [_scalar(item, spec.get("items", {})) for item in value]
+        elif isinstance(value, str):
+            node[key] = _scalar(value, spec)
+
+
+def _scalar(value: Any, spec: dict[str, Any]) -> Any:
+    if not isinstance(value, str):
+        return value
+    kinds = spec.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    text = value.strip()
+    if "boolean" in kinds and text.lower() in _TRUE + _FALSE:
+        return text.lower() in _TRUE
+    if "integer" in kinds and text.lstrip("-").isdigit():
+        return int(text)
+    if "number" in kinds:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if "null" in kinds and text.lower() in ("null", "none", "~"):
+        return None
+    return value
 
 
 def list_tasks(config: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from veriharness.workflow_support import (
+    coerce_command_line_values,
     condition_inputs,
     identity_settings_digest,
     list_tasks,
@@ -15,8 +16,10 @@ from veriharness.workflow_support import (
 )
 
 
+SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 unwrap_experiment_record(config)
-validate(config, workflow.source_path("../schemas/config.schema.yaml"), set_default=True)
+coerce_command_line_values(config, SCHEMA)
+validate(config, SCHEMA, set_default=True)
 
 EXPERIMENT = config["experiment"]
 EXP_DIR = f"{config['execution']['results_dir']}/{EXPERIMENT}"
