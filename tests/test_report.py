@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +11,15 @@ import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-from support.synthetic_runs import write_experiment
-from veriharness.report import side_by_side
+from support.synthetic_runs import write_experiment, write_repeated_calls
 from veriharness.tools import find_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULTS = {("base", "task-000", 1): "timeout", ("treat", "task-001", 1): "missing"}
+FAULTS = {
+    ("base", "task-000", 1): "timeout",
+    ("treat", "task-001", 1): "missing",
+    ("treat", "task-000", 1): "missing_answer",
+}
 
 
 def _cmd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -67,6 +71,12 @@ def test_every_run_folder_gets_a_page_and_the_index_lists_every_run(report) -> N
     assert "timeout" in timeout and "wall clock limit" in timeout
 
 
+def _browser(pw):
+    return pw.chromium.launch(
+        executable_path=str(find_chromium()), args=["--no-sandbox", "--disable-gpu"]
+    )
+
+
 def test_page_shows_steps_in_order_and_each_call_with_what_it_saw(report) -> None:
     exp, out = report
     spec = exp.runs[("treat", "task-002", 1)]
@@ -79,20 +89,45 @@ def test_page_shows_steps_in_order_and_each_call_with_what_it_saw(report) -> Non
     for call in spec.mllm_calls:
         assert f"call <b>{call['call_id']}</b>" in html
         assert ", ".join(call["tags"]) in html
-        image = Image.open(page_dir / f"call-{call['call_id']}-0.png").convert("RGB")
-        region = call["inputs"][0].get("region")
-        red = [
-            (x, y)
-            for x in range(image.width)
-            for y in range(image.height)
-            if image.getpixel((x, y)) == (255, 0, 0)
-        ]
-        if region:
-            assert (region["x"], region["y"]) in red and len(red) > 20
-        else:
-            assert red == []
         if any(i["path"] == "shot.png" for i in call["inputs"] if i["kind"] == "image"):
             assert "shot.png (sha256:" in html and "is not available" in html
+    # What the browser shows: the reference with each call's region outlined in red on top.
+    with sync_playwright() as pw:
+        browser = _browser(pw)
+        page = browser.new_page()
+        page.goto((page_dir / "index.html").as_uri())
+        shots = page.locator(".call .shot")
+        assert shots.count() == len(spec.mllm_calls)
+        for n, call in enumerate(spec.mllm_calls):
+            shots.nth(n).scroll_into_view_if_needed()
+            page.wait_for_function(
+                "el => el.complete && el.naturalWidth > 0",
+                arg=shots.nth(n).locator("img").element_handle(),
+            )
+            image = Image.open(io.BytesIO(shots.nth(n).screenshot())).convert("RGB")
+            # The element may sit at a fractional offset, so the capture can be one pixel
+            # larger and shifted by up to one pixel.
+            assert image.size in {(64, 48), (65, 48), (64, 49), (65, 49)}
+            red = {
+                (x, y)
+                for x in range(image.width)
+                for y in range(image.height)
+                if image.getpixel((x, y)) == (255, 0, 0)
+            }
+            region = call["inputs"][0].get("region")
+            if region:
+                corner = (region["x"], region["y"])
+                far = (region["x"] + region["width"] - 1, region["y"] + region["height"] - 1)
+                for x, y in (corner, far):
+                    assert {(x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)} & red, (x, y)
+                assert len(red) > 20 and all(
+                    region["x"] <= x <= region["x"] + region["width"]
+                    and region["y"] <= y <= region["y"] + region["height"]
+                    for x, y in red
+                )
+            else:
+                assert red == set()
+        browser.close()
 
 
 def test_run_content_is_escaped_and_pages_make_no_remote_request(report) -> None:
@@ -107,29 +142,58 @@ def test_run_content_is_escaped_and_pages_make_no_remote_request(report) -> None
     )
     requests: list[str] = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(find_chromium()), args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = _browser(pw)
         page = browser.new_page()
         page.on("request", lambda r: requests.append(r.url))
-        for target in (out / "index.html", out / "runs/base/task-001/r1/index.html"):
+        targets = (
+            "index.html",
+            "runs/base/task-001/r1/index.html",
+            "runs/treat/task-000/r1/index.html",
+        )
+        for target in (out / t for t in targets):
             page.goto(target.as_uri())
+            # Images load lazily: ask each one to load now and count those that cannot.
             broken = page.evaluate(
-                "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).length"
+                "Promise.all([...document.images].map(i => { i.loading = 'eager';"
+                " return i.decode().then(() => 0, () => 1); }))"
+                ".then(r => r.reduce((a, b) => a + b, 0))"
             )
             assert broken == 0
         browser.close()
     assert requests and all(url.startswith("file://") for url in requests)
 
 
-def test_side_by_side_labels_a_missing_render(tmp_path) -> None:
-    reference = tmp_path / "ref.png"
-    Image.new("RGB", (40, 30), (0, 0, 255)).save(reference)
-    out = side_by_side(reference, tmp_path / "absent.png", tmp_path / "pair.png")
-    with Image.open(out) as image:
-        assert image.size == (90, 48)
-        assert image.convert("RGB").getpixel((5, 25)) == (0, 0, 255)
-        assert image.convert("RGB").getpixel((55, 25)) == (235, 235, 235)
+def test_a_run_without_render_says_so_beside_the_reference(report) -> None:
+    _, out = report
+    html = (out / "runs/treat/task-000/r1/index.html").read_text()
+    assert "render: not available" in html and "no answer/answer.html" in html
+    assert not (out / "runs/treat/task-000/r1/render.png").exists()
+    ok = (out / "runs/base/task-002/r1/index.html").read_text()
+    assert "<figcaption>render</figcaption><img loading='lazy' src='render.png'>" in ok
+    with Image.open(out / "runs/base/task-002/r1/render.png") as image:
+        assert image.convert("RGB").getpixel((10, 10)) == (200, 40, 40)
+
+
+def test_calls_sharing_an_instruction_each_appear_under_their_own_tool_use(tmp_path) -> None:
+    exp = write_experiment(tmp_path / "results", conditions=("base",), tasks=1, images=True)
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    reference_sha = exp.runs[("base", "task-000", 1)].reference_sha
+    write_repeated_calls(run_dir, reference_sha, ["FIRST-REPLY", "SECOND-REPLY"], extra_uses=1)
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    out = tmp_path / "report"
+    args = ["--experiment-dir", str(exp.exp_dir), "--out", str(out), "--jobs", "1"]
+    proc = _cmd("report", *args, "--tasks-dir", str(exp.tasks_dir))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "runs/base/task-000/r1/index.html").read_text()
+    steps = html.split("<div class='step call'>")[1:]
+    assert len(steps) == 3
+    assert "call <b>rep-0</b>" in steps[0] and "FIRST-REPLY" in steps[0]
+    assert "call <b>rep-1</b>" in steps[1] and "SECOND-REPLY" in steps[1]
+    assert "SECOND-REPLY" not in steps[0] and "FIRST-REPLY" not in steps[1]
+    assert "no mllm_trace.jsonl call is linked to this tool use" in steps[2]
+    assert "1 mcp__mllm__call tool use(s)" not in html and "has 3 mcp__mllm__call" in html
+    # Both calls saw the same reference: it is copied once, by digest.
+    assert len(list((out / "images").iterdir())) == 1
 
 
 def test_report_without_collected_tables_says_what_to_run(tmp_path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support.synthetic_runs import write_experiment
+from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
 from veriharness import tables, trace_reading
 from veriharness.table_columns import TABLES, schema_markdown
 
@@ -162,6 +162,12 @@ def test_mllm_calls_and_capability_tables_agree_with_the_trace(collected) -> Non
         got = combos[combos.condition == condition].set_index("combination")["calls"].to_dict()
         assert got == dict(counts)
     assert combos.groupby("condition").share_of_calls.sum().round(9).eq(1).all()
+    uses = frames["agent_tool_calls"]
+    for key, group in calls.groupby(["condition", "task", "replicate"]):
+        mine = uses[(uses.condition == key[0]) & (uses.task == key[1]) & (uses.replicate == key[2])]
+        callmllm = mine[mine.tool == "mcp__mllm__call"].tool_use_id.tolist()
+        assert group.sort_values("seq").tool_use_id.tolist() == callmllm
+        assert set(group.tool_use_link) == {"order"}
     csv = pd.read_csv(exp.exp_dir / "tables" / "mllm_calls.csv")
     assert json.loads(csv.tags.iloc[0]) == list(calls.tags.iloc[0])
 
@@ -177,6 +183,112 @@ def test_condition_summary_has_one_row_per_run_of_that_condition(collected, tmp_
     assert set(df.condition) == {"treat"}
     # Without an explicit matrix, the missing folder is not known to be expected.
     assert len(df) == 7 and "missing" not in set(df.status)
+
+
+def test_task_summary_has_one_row_per_run_of_that_task_across_conditions(
+    collected, tmp_path
+) -> None:
+    exp, _, _ = collected
+    summary = tmp_path / "task-001.csv"
+    expected = exp.write_expected(tmp_path / "expected.json")
+    proc = _collect(
+        "--experiment-dir",
+        str(exp.exp_dir),
+        "--expected",
+        str(expected),
+        "--task",
+        "task-001",
+        "--summary",
+        str(summary),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "4 runs of task task-001" in proc.stdout
+    df = pd.read_csv(summary)
+    assert set(df.task) == {"task-001"}
+    got = sorted(zip(df.condition, df.replicate, df.status, strict=True))
+    assert got == [
+        ("base", 1, "max_turns"),
+        ("base", 2, "ok"),
+        ("treat", 1, "ok"),
+        ("treat", 2, "missing"),
+    ]
+    assert not (exp.exp_dir / "task-001").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--condition", "base", "--task", "task-000", "--summary", "S"],
+            "--summary needs exactly one of --condition or --task, got --condition 'base' "
+            "and --task 'task-000'",
+        ),
+        (["--summary", "S"], "--summary needs exactly one of --condition or --task, got neither"),
+        (["--task", "task-000"], "--task 'task-000' only applies with --summary FILE"),
+        (["--task", "../base", "--summary", "S"], "--task must name a folder of the experiment"),
+        (["--task", "task-0", "--summary", "S"], "--task 'task-0' matches no run folder"),
+    ],
+)
+def test_summary_slice_arguments_are_checked(tmp_path, args, message) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=1)
+    args = [str(tmp_path / "s.csv") if a == "S" else a for a in args]
+    proc = _collect("--experiment-dir", str(exp.exp_dir), *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert not (tmp_path / "s.csv").exists() and not (exp.exp_dir / "tables").exists()
+
+
+def _linked(exp_dir: Path) -> pd.DataFrame:
+    proc = _collect("--experiment-dir", str(exp_dir))
+    assert proc.returncode == 0, proc.stderr
+    return pd.read_parquet(exp_dir / "tables" / "mllm_calls.parquet")
+
+
+def test_calls_sharing_an_instruction_are_linked_to_tool_uses_by_order(tmp_path) -> None:
+    exp = write_experiment(tmp_path / "results", conditions=("base",), tasks=1)
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    ids = write_repeated_calls(run_dir, "sha256:" + "ab" * 32, ["first", "second"])
+    calls = _linked(exp.exp_dir)
+    assert calls.call_id.tolist() == ["rep-0", "rep-1"]
+    assert calls.tool_use_id.tolist() == ids
+    assert calls.tool_use_link.tolist() == ["order", "order"]
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet")
+    assert runs.read_errors.iloc[0] == ""
+
+
+def test_a_doubtful_link_is_marked_and_named_in_read_errors(tmp_path) -> None:
+    exp = write_experiment(tmp_path / "results", conditions=("base",), tasks=1)
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    ids = write_repeated_calls(
+        run_dir,
+        "sha256:" + "ab" * 32,
+        ["first", "second"],
+        extra_uses=1,
+        trace_instructions=[SHARED_INSTRUCTION, "something else"],
+    )
+    calls = _linked(exp.exp_dir)
+    assert calls.tool_use_id.tolist() == ids[:2]
+    assert calls.tool_use_link.tolist() == ["order", "order_instruction_differs"]
+    errors = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet").read_errors.iloc[0]
+    assert "transcript.jsonl has 3 mcp__mllm__call tool use(s) but mllm_trace.jsonl has 2" in errors
+    assert "instruction differs from the tool use linked by order for call(s) rep-1" in errors
+
+
+def test_a_tool_use_id_recorded_in_the_trace_wins_over_order() -> None:
+    uses = [trace_reading.ToolUse("toolu_a", "x"), trace_reading.ToolUse("toolu_b", "x")]
+    calls = [
+        trace_reading.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_b"}),
+        trace_reading.TraceCall("c2", started={"instruction": "x", "tool_use_id": "toolu_a"}),
+        trace_reading.TraceCall("c3", end={"event": "mllm_call_rejected", "request": {}}),
+    ]
+    errors: list[str] = []
+    links = trace_reading.link_calls(uses, calls, errors)
+    assert links == [
+        trace_reading.CallLink("toolu_b", "tool_use_id"),
+        trace_reading.CallLink("toolu_a", "tool_use_id"),
+        trace_reading.CallLink(None, "unmatched"),
+    ]
+    assert errors and "2 mcp__mllm__call tool use(s) but mllm_trace.jsonl has 3" in errors[0]
 
 
 def test_a_malformed_expected_file_names_the_field_and_value(tmp_path) -> None:

@@ -8,10 +8,18 @@ Design notes:
 - Pages are static HTML with inline CSS and only relative links to files under --out: no script,
   no remote request. Every piece of run content is HTML-escaped; the answer is shown as escaped
   source next to its render, never embedded as live HTML.
+- Scale: the report decodes no image. Reference and render are shown side by side by the page
+  itself (two lazily loaded `<img>`), a region a call asked for is a CSS rectangle laid over the
+  full image in percent of its size, and every image file is copied once under
+  `images/<sha256>.<ext>` (the render into its run's page folder). Run pages are written by worker
+  processes (--jobs). This keeps a report of 10,000 runs to about the time of reading them.
 - The images a CallMLLM call saw are found by content, not by name: the trace records the sha256 of
   each input file; the task's reference.png and the files kept under answer/ are the only
-  candidates (the workspace itself is gone). A region is drawn as a rectangle on the full image.
-  An input that matches none of them is listed as not available, with its path and digest.
+  candidates (the workspace itself is gone). An input that matches none of them is listed as not
+  available, with its path and digest.
+- A call is shown under the tool use it answers, linked as `trace_reading.link_calls` does for the
+  tables (recorded tool_use_id, else order); a doubtful link is said on the page, and a trace call
+  linked to no tool use is listed after the steps rather than left out.
 """
 
 from __future__ import annotations
@@ -19,9 +27,12 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
+import shutil
 import sys
+from multiprocessing import Pool
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -29,16 +40,25 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from PIL import Image, ImageDraw  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from veriharness.hashing import sha256_file  # noqa: E402
-from veriharness.trace_reading import load_json, read_jsonl  # noqa: E402
+from veriharness.trace_reading import (  # noqa: E402
+    MLLM_TOOL,
+    TraceCall,
+    group_trace,
+    link_calls,
+    load_json,
+    message_blocks,
+    read_jsonl,
+    transcript_tool_uses,
+)
 
 __all__ = [
     "plot_metrics_by_condition",
     "plot_cost_vs_fidelity",
     "plot_capability_tags",
-    "side_by_side",
+    "PageJob",
     "run_page",
     "write_report",
     "add_arguments",
@@ -46,6 +66,7 @@ __all__ = [
 ]
 
 _TEXT_LIMIT = 4000
+_PARALLEL_FROM = 50  # run pages; below this, starting worker processes costs more than it saves
 _CSS = (
     "body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
     ".step{border-left:3px solid #bbb;padding:.2em .8em;margin:.6em 0}"
@@ -53,6 +74,11 @@ _CSS = (
     "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em;font-size:12px}"
     "img{max-width:100%;border:1px solid #ccc}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+    ".pair{display:flex;gap:10px;align-items:flex-start}.pair figure{margin:0;flex:1}"
+    ".blank{background:#ebebeb;padding:3em 1em;text-align:center}"
+    ".shot{position:relative;display:inline-block;max-width:100%}"
+    ".shot img{display:block;border:0}"
+    ".region{position:absolute;box-sizing:border-box;border:2px solid #f00}"
 )
 
 
@@ -152,50 +178,86 @@ def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> 
     )
 
 
-# --- per-run images and pages -------------------------------------------------------------------
+# --- images: copied once, never decoded -----------------------------------------------------------
+
+_DIGESTS: dict[Path, str] = {}  # per process: a task's reference is hashed once, not once per run
 
 
-def _open(path: Path | None) -> Image.Image | None:
+def _digest(path: Path) -> str:
+    if path not in _DIGESTS:
+        _DIGESTS[path] = sha256_file(path)
+    return _DIGESTS[path]
+
+
+def _copy_once(source: Path, dest: Path) -> None:
+    """Copy unless `dest` exists; the rename makes concurrent workers safe."""
+    if dest.exists():
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, dest)
+
+
+class _Images:
+    """The files a call could have seen, by sha256 (the task reference, kept answer files), and
+    their copies under <out>/images/."""
+
+    def __init__(self, out: Path, reference: Path | None, answer_dir: Path) -> None:
+        self.out = out
+        self.reference = reference if reference and reference.is_file() else None
+        self.answer_dir = answer_dir
+        self._answer: dict[str, Path] | None = None
+
+    def find(self, digest: str) -> Path | None:
+        if self.reference is not None and _digest(self.reference) == digest:
+            return self.reference
+        if self._answer is None:  # hashed only when a call saw something other than the reference
+            files = self.answer_dir.rglob("*") if self.answer_dir.is_dir() else ()
+            self._answer = {sha256_file(p): p for p in files if p.is_file()}
+        return self._answer.get(digest)
+
+    def publish(self, source: Path, digest: str | None = None) -> str:
+        """Path of the copy of `source`, relative to --out."""
+        name = (digest or _digest(source)).removeprefix("sha256:")
+        rel = f"images/{name}{source.suffix.lower()}"
+        _copy_once(source, self.out / rel)
+        return rel
+
+
+def _size(item: dict[str, Any], source: Path) -> tuple[int, int] | None:
+    width, height = item.get("width"), item.get("height")
+    if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+        return width, height
     try:
-        return Image.open(path).convert("RGB") if path and path.is_file() else None
+        with Image.open(source) as image:  # reads the header only
+            return image.size
     except OSError:
         return None
 
 
-def side_by_side(reference: Path | None, render: Path | None, out: Path) -> Path:
-    """Reference (left) and render (right) in one PNG; a missing side is a labelled blank."""
-    images = [_open(reference), _open(render)]
-    size = next((im.size for im in images if im is not None), (320, 200))
-    tiles = [im or Image.new("RGB", size, (235, 235, 235)) for im in images]
-    canvas = Image.new(
-        "RGB", (sum(t.width for t in tiles) + 10, max(t.height for t in tiles) + 18), "white"
+def _region_box(region: Any, size: tuple[int, int] | None) -> str | None:
+    """The CSS rectangle of a region in percent of the image, or None when it cannot be drawn."""
+    fields = ("x", "y", "width", "height")
+    if size is None or not isinstance(region, dict):
+        return None
+    if not all(isinstance(region.get(f), int | float) for f in fields):
+        return None
+    w, h = size
+    left, top = region["x"] / w * 100, region["y"] / h * 100
+    width, height = region["width"] / w * 100, region["height"] / h * 100
+    return (
+        f"<span class='region' style='left:{left:.4f}%;top:{top:.4f}%;"
+        f"width:{width:.4f}%;height:{height:.4f}%'></span>"
     )
-    draw, x = ImageDraw.Draw(canvas), 0
-    for label, tile, im in zip(("reference", "render"), tiles, images, strict=True):
-        canvas.paste(tile, (x, 18))
-        draw.text((x + 2, 2), label if im is not None else f"{label}: not available", fill="black")
-        x += tile.width + 10
-    canvas.save(out)
-    return out
 
 
-class _ImageFinder:
-    """Files a call could have seen, by sha256: the task reference and kept answer files."""
-
-    def __init__(self, reference: Path | None, answer_dir: Path) -> None:
-        candidates = [reference] if reference and reference.is_file() else []
-        if answer_dir.is_dir():
-            candidates += [p for p in answer_dir.rglob("*") if p.is_file()]
-        self.by_hash = {sha256_file(p): p for p in candidates}
-        self.reference = reference
-
-    def find(self, item: dict[str, Any]) -> Path | None:
-        return self.by_hash.get(str(item.get("file_sha256")))
+# --- per-run pages ------------------------------------------------------------------------------
 
 
-def _call_images(call: dict[str, Any], finder: _ImageFinder, page_dir: Path) -> str:
+def _call_images(request: dict[str, Any], images: _Images, prefix: str) -> str:
     parts = []
-    for n, item in enumerate(call.get("inputs") or []):
+    for item in request.get("inputs") or []:
         if not isinstance(item, dict):
             continue
         label = _esc(str(item.get("label")))
@@ -203,54 +265,50 @@ def _call_images(call: dict[str, Any], finder: _ImageFinder, page_dir: Path) -> 
             content = _esc(_cut(str(item.get("content"))))
             parts.append(f"<p>text input <b>{label}</b>:</p><pre>{content}</pre>")
             continue
-        source, region = finder.find(item), item.get("region")
-        where = f"{_esc(str(item.get('path')))} ({_esc(str(item.get('file_sha256')))})"
+        digest, region = str(item.get("file_sha256")), item.get("region")
+        source = images.find(digest)
+        where = f"{_esc(str(item.get('path')))} ({_esc(digest)})"
         if source is None:
             parts.append(
                 f"<p>image <b>{label}</b>: {where} is not available; the workspace is "
                 "gone and no kept file has this digest.</p>"
             )
             continue
-        image = _open(source)
-        if image is None:
-            parts.append(f"<p>image <b>{label}</b>: {where} could not be opened.</p>")
-            continue
-        if isinstance(region, dict):
-            x, y = region.get("x", 0), region.get("y", 0)
-            box = [x, y, x + region.get("width", 0) - 1, y + region.get("height", 0) - 1]
-            ImageDraw.Draw(image).rectangle(box, outline=(255, 0, 0), width=2)
-        name = f"call-{call.get('call_id')}-{n}.png".replace("/", "_")
-        image.save(page_dir / name)
-        note = f" region {_esc(region)}" if region else " (full image)"
-        parts.append(f"<p>image <b>{label}</b>: {where}{note}</p><img src='{_esc(name)}'>")
+        overlay = _region_box(region, _size(item, source)) if region else ""
+        note = " (full image)"
+        if region:
+            note = f" region {_esc(region)}" + ("" if overlay else " (could not be drawn)")
+        parts.append(
+            f"<p>image <b>{label}</b>: {where}{note}</p><span class='shot'>"
+            f"<img loading='lazy' src='{_esc(prefix + images.publish(source, digest))}'>"
+            f"{overlay or ''}</span>"
+        )
     return "".join(parts)
 
 
-def _call_html(call: dict[str, Any] | None, finder: _ImageFinder, page_dir: Path) -> str:
+_LINK_NOTES = {
+    "order_instruction_differs": "linked by order, but the trace's instruction differs from "
+    "this tool use's input",
+    "unmatched": "no CallMLLM tool use of the transcript is linked to this call",
+}
+
+
+def _call_html(call: TraceCall | None, how: str, images: _Images, prefix: str) -> str:
     if call is None:
-        return "<p class='err'>no mllm_trace.jsonl event has this instruction.</p>"
-    end = call.get("end") or {}
+        return "<p class='err'>no mllm_trace.jsonl call is linked to this tool use.</p>"
+    request, end = call.request, call.end or {}
     response = _esc(_cut(str(end.get("raw_response") or end.get("error"))))
+    tags = request.get("declared_capability_tags") or request.get("capability_tags") or []
+    note = f"<p class='err'>{_LINK_NOTES[how]}.</p>" if how in _LINK_NOTES else ""
     return (
-        f"<p>call <b>{_esc(str(call.get('call_id')))}</b> · tags "
-        f"<b>{_esc(', '.join(map(str, call.get('declared_capability_tags') or [])))}</b> · output "
-        f"{_esc(call.get('output'))} · {_esc(str(end.get('event', 'no end event')))}"
+        f"{note}<p>call <b>{_esc(call.call_id)}</b> · tags "
+        f"<b>{_esc(', '.join(map(str, tags)))}</b> · output "
+        f"{_esc(request.get('output'))} · {_esc(str(end.get('event', 'no end event')))}"
         f" · {_esc(str(end.get('latency_ms')))} ms</p>"
-        f"<p>instruction:</p><pre>{_esc(_cut(str(call.get('instruction'))))}</pre>"
-        + _call_images(call, finder, page_dir)
+        f"<p>instruction:</p><pre>{_esc(_cut(str(request.get('instruction'))))}</pre>"
+        + _call_images(request, images, prefix)
         + f"<p>response:</p><pre>{response}</pre>"
     )
-
-
-def _trace_calls(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
-    calls: dict[str, dict[str, Any]] = {}
-    for event in read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors) or []:
-        call = calls.setdefault(str(event.get("call_id")), {"call_id": event.get("call_id")})
-        if event.get("event") == "mllm_call_started":
-            call.update(event)
-        else:
-            call["end"] = event
-    return list(calls.values())
 
 
 def _result_text(block: dict[str, Any]) -> str:
@@ -262,24 +320,35 @@ def _result_text(block: dict[str, Any]) -> str:
     return str(content)
 
 
-def _steps(run_dir: Path, finder: _ImageFinder, page_dir: Path, errors: list[str]) -> list[str]:
-    calls = _trace_calls(run_dir, errors)
+def _event_html(event: dict[str, Any]) -> str | None:
+    if event.get("type") == "system":
+        return (
+            f"<div class='step'>session start: model {_esc(str(event.get('model')))}, "
+            f"MCP {_esc(event.get('mcp_servers'))}</div>"
+        )
+    if event.get("type") == "result":
+        return (
+            f"<div class='step'>end: {_esc(str(event.get('subtype')))}, "
+            f"{_esc(str(event.get('num_turns')))} turns, "
+            f"${_esc(str(event.get('total_cost_usd')))}</div>"
+        )
+    return None
+
+
+def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> list[str]:
+    events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors) or []
+    trace = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors) or []
+    calls = group_trace(trace, errors)
+    links = link_calls(transcript_tool_uses(events)[1], calls, errors)
+    by_use: dict[str, tuple[TraceCall, str]] = {}
+    for call, link in zip(calls, links, strict=True):
+        if link.tool_use_id is not None:
+            by_use.setdefault(str(link.tool_use_id), (call, link.how))
     out: list[str] = []
-    for event in read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors) or []:
-        kind, message = event.get("type"), event.get("message") or {}
-        blocks = message.get("content") if isinstance(message.get("content"), list) else []
-        if kind == "system":
-            out.append(
-                f"<div class='step'>session start: model {_esc(str(event.get('model')))}, "
-                f"MCP {_esc(event.get('mcp_servers'))}</div>"
-            )
-        elif kind == "result":
-            out.append(
-                f"<div class='step'>end: {_esc(str(event.get('subtype')))}, "
-                f"{_esc(str(event.get('num_turns')))} turns, "
-                f"${_esc(str(event.get('total_cost_usd')))}</div>"
-            )
-        for block in (b for b in blocks if isinstance(b, dict)):
+    for event in events:
+        if (line := _event_html(event)) is not None:
+            out.append(line)
+        for block in message_blocks(event):
             if block.get("type") == "text":
                 out.append(
                     f"<div class='step'><pre>{_esc(_cut(str(block.get('text'))))}</pre></div>"
@@ -287,14 +356,11 @@ def _steps(run_dir: Path, finder: _ImageFinder, page_dir: Path, errors: list[str
             elif block.get("type") == "tool_use":
                 head = f"<b>{_esc(str(block.get('name')))}</b>"
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                if block.get("name") == "mcp__mllm__call":
-                    call = next(
-                        (c for c in calls if c.get("instruction") == tool_input.get("instruction")),
-                        None,
-                    )
+                if block.get("name") == MLLM_TOOL:
+                    call, how = by_use.get(str(block.get("id")), (None, "unmatched"))
                     out.append(
                         f"<div class='step call'>{head} (CallMLLM)"
-                        f"{_call_html(call, finder, page_dir)}</div>"
+                        f"{_call_html(call, how, images, prefix)}</div>"
                     )
                 else:
                     text = _cut(json.dumps(tool_input, indent=1, ensure_ascii=False))
@@ -305,26 +371,61 @@ def _steps(run_dir: Path, finder: _ImageFinder, page_dir: Path, errors: list[str
                     f"<div class='step'><span{err}>result</span>"
                     f"<pre>{_esc(_cut(_result_text(block), 1500))}</pre></div>"
                 )
+    unlinked = [c for c, link in zip(calls, links, strict=True) if link.tool_use_id is None]
+    if unlinked:
+        out.append("<h3>Trace calls linked to no tool use</h3>")
+        out += [
+            f"<div class='step call'>{_call_html(c, 'unmatched', images, prefix)}</div>"
+            for c in unlinked
+        ]
     return out
 
 
-def run_page(run_dir: Path, reference: Path | None, page_dir: Path, title: str) -> Path:
-    """One run's page: status, reference vs render, the agent's steps, the answer source."""
+def _figure(label: str, src: str | None) -> str:
+    if src is None:
+        return (
+            f"<figure><figcaption>{label}: not available</figcaption><div class='blank'>"
+            f"no {label} image</div></figure>"
+        )
+    return (
+        f"<figure><figcaption>{label}</figcaption><img loading='lazy' src='{_esc(src)}'></figure>"
+    )
+
+
+class PageJob(NamedTuple):
+    """One run page to write: where the run is, its task's reference, where the page goes."""
+
+    run_dir: Path
+    reference: Path | None
+    out: Path
+    rel: str  # the page folder relative to `out`
+    title: str
+
+
+def run_page(job: PageJob) -> Path:
+    """One run's page: status, reference and render, the agent's steps, the answer source."""
+    page_dir = job.out / job.rel
     page_dir.mkdir(parents=True, exist_ok=True)
+    prefix = "../" * len(Path(job.rel).parts)
     errors: list[str] = []
-    outcome = load_json(run_dir / "outcome.json", "outcome.json", errors) or {}
-    side_by_side(reference, run_dir / "render" / "render.png", page_dir / "side_by_side.png")
-    finder = _ImageFinder(reference, run_dir / "answer")
-    steps = _steps(run_dir, finder, page_dir, errors)
-    answer = run_dir / "answer" / "answer.html"
+    outcome = load_json(job.run_dir / "outcome.json", "outcome.json", errors) or {}
+    images = _Images(job.out, job.reference, job.run_dir / "answer")
+    reference = prefix + images.publish(images.reference) if images.reference else None
+    render = job.run_dir / "render" / "render.png"
+    if render.is_file():
+        shutil.copyfile(render, page_dir / "render.png")
+    steps = _steps(job.run_dir, images, prefix, errors)
+    answer = job.run_dir / "answer" / "answer.html"
     source = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
     body = [
-        f"<h1>{_esc(title)}</h1>",
+        f"<h1>{_esc(job.title)}</h1>",
         f"<p>agent status <b>{_esc(str(outcome.get('status', 'unknown')))}</b>; "
         f"{_esc(str(outcome.get('error') or ''))}</p>",
-        "<p>missing or unreadable: " + _esc("; ".join(errors)) + "</p>" if errors else "",
-        "<h2>Reference and render</h2><img src='side_by_side.png'>",
-        "<h2>Steps</h2>",
+        "<p>problems reading this run: " + _esc("; ".join(errors)) + "</p>" if errors else "",
+        "<h2>Reference and render</h2><div class='pair'>",
+        _figure("reference", reference),
+        _figure("render", "render.png" if render.is_file() else None),
+        "</div><h2>Steps</h2>",
         *steps,
         "<h2>Answer</h2>",
         f"<pre>{_esc(_cut(source, 20000))}</pre>"
@@ -333,14 +434,24 @@ def run_page(run_dir: Path, reference: Path | None, page_dir: Path, title: str) 
     ]
     path = page_dir / "index.html"
     path.write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_esc(title)}"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_esc(job.title)}"
         f"</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>",
         encoding="utf-8",
     )
     return path
 
 
-def write_report(exp_dir: Path, out: Path, tasks_dir: Path) -> Path:
+def _write_pages(jobs: list[PageJob], workers: int) -> None:
+    if workers > 1 and len(jobs) >= _PARALLEL_FROM:
+        with Pool(workers) as pool:
+            for _ in pool.imap_unordered(run_page, jobs, chunksize=16):
+                pass
+    else:
+        for job in jobs:
+            run_page(job)
+
+
+def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
     runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
     tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
     out.mkdir(parents=True, exist_ok=True)
@@ -349,24 +460,22 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path) -> Path:
         plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png"),
         plot_capability_tags(runs, tags, out / "capability_tags.png"),
     ]
-    rows = []
+    rows, pages = [], []
     for r in runs.itertuples():
         rel = f"runs/{r.condition}/{r.task}/r{r.replicate}"
         run_dir = exp_dir / r.condition / r.task / f"r{r.replicate}"
         link = "–"
         if run_dir.is_dir():
-            run_page(
-                run_dir,
-                tasks_dir / r.task / "reference.png",
-                out / rel,
-                f"{r.condition} / {r.task} / r{r.replicate}",
-            )
+            reference = tasks_dir / r.task / "reference.png"
+            title = f"{r.condition} / {r.task} / r{r.replicate}"
+            pages.append(PageJob(run_dir, reference, out, rel, title))
             link = f"<a href='{_esc(rel)}/index.html'>page</a>"
         rows.append(
             f"<tr><td>{_esc(r.condition)}</td><td>{_esc(r.task)}</td>"
             f"<td>{r.replicate}</td><td>{_esc(r.status)}</td>"
             f"<td>{_esc(str(r.reason or ''))}</td><td>{link}</td></tr>"
         )
+    _write_pages(pages, jobs or os.cpu_count() or 1)
     images = "".join(
         f"<h2>{_esc(p.stem)}</h2><p>{_esc(p.with_suffix('.rst').read_text())}</p>"
         f"<img src='{_esc(p.name)}'>"
@@ -389,9 +498,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tasks-dir", type=Path, default=Path("tasks"), help="holds <task>/reference.png"
     )
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        print(f"report: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
     for name in ("runs", "capability_tags"):
         if not (args.experiment_dir / "tables" / f"{name}.parquet").is_file():
             print(
@@ -400,6 +513,6 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    index = write_report(args.experiment_dir, args.out, args.tasks_dir)
+    index = write_report(args.experiment_dir, args.out, args.tasks_dir, args.jobs)
     print(f"report: {index}")
     return 0

@@ -40,6 +40,7 @@ __all__ = [
     "typed_value",
     "summarize_input",
     "message_blocks",
+    "transcript_tool_uses",
     "tool_call_rows",
     "group_trace",
     "mllm_call_rows",
@@ -202,7 +203,10 @@ def message_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _tool_calls(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[ToolUse]]:
+def transcript_tool_uses(
+    events: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[ToolUse]]:
+    """Rows for every tool use of a transcript, and its CallMLLM tool uses in order."""
     rows: list[dict[str, Any]] = []
     uses: list[ToolUse] = []
     by_id: dict[str, dict[str, Any]] = {}
@@ -247,7 +251,7 @@ def _tool_calls(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
 def tool_call_rows(path: Path, errors: list[str]) -> list[dict[str, Any]] | None:
     """One row per tool_use of a stream-json transcript, joined to its tool_result."""
     events = read_jsonl(path, "transcript.jsonl", errors)
-    return None if events is None else _tool_calls(events)[0]
+    return None if events is None else transcript_tool_uses(events)[0]
 
 
 # --- CallMLLM trace ------------------------------------------------------------------------------
@@ -442,7 +446,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     _flat_family(row, "audit_", audit.get("flags"), "boolean", "audit.json flags", errors)
 
     events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
-    tools, uses = _tool_calls(events) if events is not None else (None, None)
+    tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
     calls = _calls_with_links(run_dir, uses, errors)
     keys = {"experiment": experiment, **key._asdict()}
     if tools is not None:

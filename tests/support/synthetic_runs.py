@@ -17,7 +17,15 @@ from typing import Any
 
 from veriharness.hashing import sha256_file
 
-__all__ = ["FAULTS", "SyntheticRun", "SyntheticExperiment", "write_experiment", "write_png"]
+__all__ = [
+    "FAULTS",
+    "SHARED_INSTRUCTION",
+    "SyntheticRun",
+    "SyntheticExperiment",
+    "write_experiment",
+    "write_png",
+    "write_repeated_calls",
+]
 
 FAULTS = (
     "timeout",
@@ -385,3 +393,61 @@ def write_experiment(
                 expected.append({"condition": condition, "task": task, "replicate": rep})
                 runs[key] = spec
     return SyntheticExperiment(exp_dir, tasks_dir, expected, runs)
+
+
+SHARED_INSTRUCTION = "Transcribe the heading of the image labelled ref, word for word."
+
+
+def write_repeated_calls(
+    run_dir: Path,
+    reference_sha: str,
+    responses: list[str],
+    extra_uses: int = 0,
+    trace_instructions: list[str] | None = None,
+) -> list[str]:
+    """Replace a run's transcript and trace with CallMLLM calls that all send the same
+    instruction, so only their order can tell them apart. Call k answers with responses[k];
+    `extra_uses` adds tool uses the server never saw; `trace_instructions` overrides what the
+    trace says each call was asked. Returns the tool-use ids in transcript order."""
+    instructions = trace_instructions or [SHARED_INSTRUCTION] * len(responses)
+    ids = [f"toolu_rep_{k}" for k in range(len(responses) + extra_uses)]
+    events: list[dict[str, Any]] = [
+        {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "mcp_servers": []}
+    ]
+    request = {
+        "instruction": SHARED_INSTRUCTION,
+        "inputs": [{"kind": "image", "label": "ref", "path": "reference.png"}],
+        "capability_tags": ["B1"],
+        "output": {"kind": "text"},
+    }
+    for k, tool_id in enumerate(ids):
+        use = {"type": "tool_use", "id": tool_id, "name": "mcp__mllm__call", "input": request}
+        events.append({"type": "assistant", "message": {"id": f"m{k}", "content": [use]}})
+        result = {"type": "tool_result", "tool_use_id": tool_id, "content": "reply"}
+        events.append({"type": "user", "message": {"content": [result]}})
+    trace: list[dict[str, Any]] = []
+    for k, (response, instruction) in enumerate(zip(responses, instructions, strict=True)):
+        call_id = f"rep-{k}"
+        trace.append(
+            _started(call_id, {**request, "instruction": instruction}, ["B1"], k, reference_sha)
+        )
+        trace.append(
+            {
+                "event": "mllm_call_completed",
+                "call_id": call_id,
+                "time": "2026-11-30T11:00:00Z",
+                "latency_ms": 10.0,
+                "raw_response": response,
+                "parse_status": "not_applicable",
+                "diagnostic": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+                "provider_model": "offline-vision-1",
+            }
+        )
+    (run_dir / "transcript.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events), encoding="utf-8"
+    )
+    (run_dir / "mllm_trace.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in trace), encoding="utf-8"
+    )
+    return ids
