@@ -12,6 +12,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/agent.smk"
@@ -24,6 +27,6 @@ rule all:
     input:
         f"{EXP_DIR}/tables/runs.csv",
         f"{EXP_DIR}/comparison.csv",
-        f"{EXP_DIR}/report/index.html",
+        f"{EXP_DIR}/report",
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
     default_target: True

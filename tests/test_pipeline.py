@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -144,6 +145,19 @@ def test_tables_comparison_and_report(finished: Path) -> None:
     assert (finished / "report" / "index.html").is_file()
     for condition in CONDITIONS:
         assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
+
+
+def test_snakemake_report_holds_the_tables_renders_and_run_pages(
+    finished: Path, project: Path
+) -> None:
+    result = snakemake(project, "--report", "results/example/report.zip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with zipfile.ZipFile(project / "results" / "example" / "report.zip") as archive:
+        names = archive.namelist()
+    assert any(n.endswith("report.html") for n in names)
+    assert any(n.endswith("comparison.csv") for n in names)
+    assert sum(n.endswith("render.png") for n in names) == 4
+    assert any(n.endswith("index.html") and "report" in n for n in names)
 
 
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:

@@ -25,7 +25,9 @@ rule collect_tables:
     input:
         run_paths("metrics.json"),
     output:
-        runs=f"{EXP_DIR}/tables/runs.csv",
+        runs=report(
+            f"{EXP_DIR}/tables/runs.csv", caption="../report/runs.rst", category="Tables"
+        ),
     log:
         f"{LOGS}/collect_tables.log",
     shell:
@@ -36,7 +38,9 @@ rule compare_conditions:
     input:
         f"{EXP_DIR}/tables/runs.csv",
     output:
-        csv=f"{EXP_DIR}/comparison.csv",
+        csv=report(
+            f"{EXP_DIR}/comparison.csv", caption="../report/comparison.rst", category="Comparison"
+        ),
         md=f"{EXP_DIR}/comparison.md",
     params:
         baseline=config["compare"]["baseline"],
@@ -53,7 +57,12 @@ rule write_report:
         f"{EXP_DIR}/tables/runs.csv",
         f"{EXP_DIR}/comparison.csv",
     output:
-        f"{EXP_DIR}/report/index.html",
+        report(
+            directory(f"{EXP_DIR}/report"),
+            htmlindex="index.html",
+            caption="../report/pages.rst",
+            category="Run pages",
+        ),
     log:
         f"{LOGS}/write_report.log",
     shell:

@@ -7,7 +7,13 @@ rule render_answer:
         answer=f"{RUN}/answer",
         reference=reference_png,
     output:
-        png=f"{RUN}/render/render.png",
+        png=report(
+            f"{RUN}/render/render.png",
+            caption="../report/render.rst",
+            category="Renders",
+            subcategory="{condition}",
+            labels={"task": "{task}", "replicate": "{replicate}"},
+        ),
         dom=f"{RUN}/render/dom.json",
         status=f"{RUN}/render/render.json",
     params:
