@@ -160,6 +160,17 @@ def test_snakemake_report_holds_the_tables_renders_and_run_pages(
     assert any(n.endswith("index.html") and "report" in n for n in names)
 
 
+def test_targets_for_one_task_one_run_and_a_forced_session(finished: Path, project: Path) -> None:
+    by_task = snakemake(project, "--cores", "2", "results/example/by-task/landing-page.csv")
+    assert by_task.returncode == 0, by_task.stderr[-3000:]
+    rows = pd.read_csv(finished / "by-task" / "landing-page.csv")
+    assert sorted(rows["condition"]) == CONDITIONS and set(rows["task"]) == {"landing-page"}
+    one_run = "results/example/b3-present/landing-page/r1/metrics.json"
+    assert _planned_agent_jobs(snakemake(project, "-n", one_run)) == 0
+    forced = snakemake(project, "-n", one_run, "--forcerun", "run_agent")
+    assert _planned_agent_jobs(forced) == 1
+
+
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
     assert result.returncode == 0, result.stderr[-3000:]
     match = re.search(r"^run_agent\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)

@@ -4,6 +4,7 @@
 localrules:
     all,
     summarize_condition,
+    summarize_task,
     collect_tables,
     compare_conditions,
     write_report,
@@ -67,3 +68,15 @@ rule write_report:
         f"{LOGS}/write_report.log",
     shell:
         "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report > {log} 2>&1"
+
+
+rule summarize_task:
+    input:
+        lambda w: run_paths("metrics.json", tasks=[w.task]),
+    output:
+        f"{EXP_DIR}/by-task/{{task}}.csv",
+    log:
+        f"{LOGS}/summarize_task/{{task}}.log",
+    shell:
+        "{VH} collect --experiment-dir {EXP_DIR} --task {wildcards.task}"
+        " --summary {output} > {log} 2>&1"
