@@ -40,6 +40,8 @@ rule prepare_run:
         run_dir=RUN,
     log:
         f"{LOGS}/prepare_run/{RUN_LOG}",
+    benchmark:
+        f"{EXP_DIR}/benchmarks/prepare_run/{RUN_LOG[:-4]}.tsv"
     shell:
         "{VH} prepare --config {EXPERIMENT_CONFIG} --condition {wildcards.condition}"
         " --task {wildcards.task} --replicate {wildcards.replicate}"

@@ -16,6 +16,8 @@ rule score_answer:
         run_dir=RUN,
     log:
         f"{LOGS}/score_answer/{RUN_LOG}",
+    benchmark:
+        f"{EXP_DIR}/benchmarks/score_answer/{RUN_LOG[:-4]}.tsv"
     shell:
         "{VH} score --render-dir {params.render_dir} --answer-dir {input.answer}"
         " --task-dir {input.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
