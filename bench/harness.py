@@ -69,9 +69,10 @@ def main() -> None:
             sessions.append(session)
             print(f"{key}: around {around[-1]:5.2f} s  after {after[-1]:5.2f} s  "
                   f"claude {session:5.2f} s")  # fmt: skip
-        print(f"median over {len(around)} runs: around the session {statistics.median(around):.2f} s"
-              f" (target <= 2 s), render+score {statistics.median(after):.2f} s, "
-              f"claude process {statistics.median(sessions):.2f} s")  # fmt: skip
+        median = statistics.median
+        print(f"median over {len(around)} runs: around the session {median(around):.2f} s "
+              f"(target <= 2 s), render+score {median(after):.2f} s, "
+              f"claude process {median(sessions):.2f} s")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
