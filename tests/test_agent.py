@@ -119,7 +119,8 @@ def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.Monke
 def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     events = [
-        {"type": "system", "subtype": "init", "mcp_servers": [{"name": "mllm", "status": "connected"}]},
+        {"type": "system", "subtype": "init",
+         "mcp_servers": [{"name": "mllm", "status": "connected"}]},
         {"type": "assistant", "message": {"content": []}},
         {"type": "result", "subtype": "success", "is_error": False, "num_turns": 4,
          "total_cost_usd": 0.5, "duration_ms": 1200, "session_id": "s1",
