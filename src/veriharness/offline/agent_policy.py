@@ -10,7 +10,10 @@ calls made so far with their results. From those it picks the next step:
 3. Without B3: end the turn with a short summary.
    With B3: render the draft with Chromium through Bash, CallMLLM with reference and draft
    asking for differences, rewrite `answer.html` with what the reply names, and do at most
-   `MAX_REVIEW_ROUNDS` such rounds before ending the turn.
+   `MAX_REVIEW_ROUNDS` such rounds before ending the turn. What the reply names includes the
+   per-line measurements (offsets, size ratio, colour and stroke weight), which become margin,
+   font-size, colour and weight edits (`veriharness.offline.page.apply_review`); the session
+   ends before the last round only when a reply leaves nothing to change.
 
 A failed tool call ends the turn and says so: the policy never retries behind the agent's back.
 A missing prerequisite (tool not offered, no reference path, no working directory, a reply it
@@ -94,6 +97,25 @@ _SHIFT = {
     },
     "required": ["text", "reference_colour", "draft_colour"],
 }
+_OFFSET = {
+    "type": "object",
+    "description": "a reference line paired by text with a draft line, draft minus reference",
+    "properties": {
+        "text": {"type": "string"},
+        "other_text": {"type": "string"},
+        "reference_box": _BOX,
+        "other_box": _BOX,
+        "dx": {"type": "number"},
+        "dy": {"type": "number"},
+        "width_ratio": {"type": ["number", "null"]},
+        "height_ratio": {"type": ["number", "null"]},
+        "reference_colour": {"type": "string"},
+        "other_colour": {"type": "string"},
+        "colour_difference": {"type": "integer"},
+        "ink_ratio": {"type": ["number", "null"]},
+    },
+    "required": ["text", "other_text", "reference_box", "dx", "dy", "width_ratio"],
+}
 REVIEW_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -102,6 +124,7 @@ REVIEW_SCHEMA: dict[str, Any] = {
         "missing_text": {"type": "array", "items": _LINE},
         "extra_text": {"type": "array", "items": _LINE},
         "colour_shifts": {"type": "array", "items": _SHIFT},
+        "line_offsets": {"type": "array", "items": _OFFSET},
         "background_shift": {
             "type": ["object", "null"],
             "properties": {
@@ -110,7 +133,7 @@ REVIEW_SCHEMA: dict[str, Any] = {
             },
         },
     },
-    "required": ["mean_abs_diff", "missing_text", "colour_shifts"],
+    "required": ["mean_abs_diff", "missing_text", "colour_shifts", "line_offsets"],
 }
 
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
@@ -251,7 +274,10 @@ def _review_call(reference: str) -> dict[str, Any]:
             "The first image is the reference screenshot, the second a rendering of my HTML "
             "reproduction. List how the draft differs: mean absolute pixel difference, regions "
             "that differ, text lines of the reference missing from the draft (with box, font size "
-            "and colour), extra text in the draft, text colour shifts and a background shift."
+            "and colour), extra text in the draft, text colour shifts and a background shift. "
+            "Also pair the text lines of the two images by their text and give, per pair, the "
+            "draft's offset in pixels (dx, dy), the width and height ratios, both colours and "
+            "their difference, and how much heavier the reference's strokes are."
         ),
         "inputs": [
             {"kind": "image", "label": "reference", "path": reference},
@@ -367,8 +393,10 @@ def _after(
 def _summary(review: dict[str, Any], rounds: int) -> str:
     missing = len(review.get("missing_text") or [])
     shifts = len(review.get("colour_shifts") or [])
+    offsets = [o for o in review.get("line_offsets") or [] if isinstance(o, dict)]
+    moved = sum(1 for o in offsets if abs(o.get("dx", 0)) >= 1 or abs(o.get("dy", 0)) >= 1)
     return (
         f"Wrote {ANSWER_FILE} and checked it in {rounds} comparison round(s); the last one "
-        f"reported mean difference {review.get('mean_abs_diff')}, {missing} missing line(s) and "
-        f"{shifts} colour shift(s)."
+        f"reported mean difference {review.get('mean_abs_diff')}, {missing} missing line(s), "
+        f"{shifts} colour shift(s) and {moved} of {len(offsets)} paired line(s) offset."
     )

@@ -1,14 +1,24 @@
 """The offline agent's page builder: a layout reply in, a flow-layout `answer.html` out.
 
-The layout is what the vision side was asked for (background, text lines with boxes, font
+The layout is what the vision side was asked for (background, text lines with ink boxes, font
 sizes and colours, image regions). The page keeps the document in normal flow, as a person
-writing editable HTML would: elements are ordered top to bottom, lines whose vertical gap is
-small and whose font size is close are grouped into one block (`<section>`), and vertical
-distances become top margins, horizontal offsets left margins. Nothing is absolutely
-positioned, so the result is imperfect where the reference has columns side by side.
+writing editable HTML would, by a recursive XY cut: regions that enclose other elements become
+containers; the elements of a container are split into horizontal bands (rows) where their
+vertical extents do not overlap, and a band into columns (a flex row) where their horizontal
+extents do not overlap. Every band and column has its measured size; distances become margins
+(negative when two elements overlap with no cleaner cut). Nothing is absolutely positioned.
+
+A text line's box is its ink box as read by OCR. Its CSS line box is at least the font size
+tall (`line-height` never below `font-size`, or glyphs overlap their neighbours) and centred on
+the ink box; where the glyphs really land inside it depends on the font, which is what a
+verification round measures and corrects.
 
 `apply_review` folds one comparison reply into a layout: reference lines the draft lacks are
-added, text colours and the background the comparison says are off are set to the reference's.
+added, colours and the background the comparison says are off are set to the reference's, and
+each line the comparison paired with the draft (`line_offsets`) is edited by what was measured:
+moved by its offset, its font size scaled by the width ratio, its colour corrected by the
+colour difference, made bold when the reference's strokes are clearly heavier. The edits are
+kept as `nudge_x`/`nudge_y`/`font_weight` fields of the line, so the measured box stays as read.
 """
 
 from __future__ import annotations
@@ -17,10 +27,23 @@ import html
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["LayoutError", "Element", "layout_elements", "build_page", "apply_review"]
+__all__ = [
+    "LayoutError",
+    "Element",
+    "layout_elements",
+    "build_page",
+    "apply_review",
+    "apply_line_offsets",
+]
 
 _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
-_BLOCK_GAP_FACTOR = 0.9  # a gap wider than this many line heights starts a new block
+_FONT_STACK = '"DejaVu Sans", sans-serif'  # what Debian's Chromium renders for sans-serif text
+_NEST_SLACK = 2  # px an element may stick out of a region and still count as inside it
+_SIZE_EDIT = 0.03  # a width ratio further than this from 1 rescales the font
+_COLOUR_EDIT = 12  # a channel difference above this recolours the line
+_BOLD_INK = 1.2  # reference ink share this many times the draft's: the reference is bold
+_BOLD_WIDTH = 1.13  # DejaVu Sans Bold sets text about 13% wider than Book (font advances)
+_WEIGHTS = ("normal", "bold")
 
 
 class LayoutError(ValueError):
@@ -28,6 +51,8 @@ class LayoutError(ValueError):
 
 
 class Element(NamedTuple):
+    """One thing to place; x, y, width, height are its CSS box in page pixels."""
+
     kind: str  # "text" or "region"
     x: int
     y: int
@@ -36,6 +61,12 @@ class Element(NamedTuple):
     text: str
     font_size: float
     colour: str
+    weight: str = "normal"
+
+
+class _Node(NamedTuple):
+    element: Element
+    children: list[_Node]
 
 
 def _colour(value: Any, field: str) -> str:
@@ -57,8 +88,15 @@ def _box(item: dict[str, Any], field: str) -> tuple[int, int, int, int]:
     return values[0], values[1], values[2], values[3]
 
 
+def _nudge(line: dict[str, Any], key: str, field: str) -> int:
+    value = line.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise LayoutError(f"{field}.{key} must be an integer, got {value!r}")
+    return value
+
+
 def layout_elements(layout: dict[str, Any]) -> list[Element]:
-    """Text lines and image regions of a layout reply, top to bottom, left to right."""
+    """Text lines and regions of a layout as CSS boxes, top to bottom, left to right."""
     lines = layout.get("text_lines")
     regions = layout.get("image_regions", [])
     if not isinstance(lines, list):
@@ -75,7 +113,15 @@ def layout_elements(layout: dict[str, Any]) -> list[Element]:
         if not isinstance(size, int | float) or size <= 0:
             raise LayoutError(f"{field}.font_size_px must be a number > 0, got {size!r}")
         colour = _colour(line.get("colour"), f"{field}.colour")
-        elements.append(Element("text", x, y, width, height, line["text"], float(size), colour))
+        weight = line.get("font_weight", "normal")
+        if weight not in _WEIGHTS:
+            raise LayoutError(f"{field}.font_weight must be normal or bold, got {weight!r}")
+        box_height = max(height, int(-(-float(size) // 1)))  # never below the font size
+        top = y - (box_height - height) // 2 + _nudge(line, "nudge_y", field)
+        left = x + _nudge(line, "nudge_x", field)
+        elements.append(
+            Element("text", left, top, width, box_height, line["text"], float(size), colour, weight)
+        )
     for index, region in enumerate(regions):
         field = f"image_regions[{index}]"
         if not isinstance(region, dict):
@@ -86,33 +132,117 @@ def layout_elements(layout: dict[str, Any]) -> list[Element]:
     return sorted(elements, key=lambda e: (e.y, e.x))
 
 
-def _blocks(elements: list[Element]) -> list[list[Element]]:
-    blocks: list[list[Element]] = []
-    for element in elements:
-        if blocks:
-            last = blocks[-1][-1]
-            gap = element.y - (last.y + last.height)
-            same_style = (
-                element.kind == last.kind == "text"
-                and abs(element.font_size - last.font_size) <= 0.2 * last.font_size
-            )
-            if same_style and gap <= _BLOCK_GAP_FACTOR * last.height:
-                blocks[-1].append(element)
-                continue
-        blocks.append([element])
-    return blocks
+def _inside(inner: Element, outer: Element) -> bool:
+    slack = _NEST_SLACK
+    return (
+        inner.x >= outer.x - slack
+        and inner.y >= outer.y - slack
+        and inner.x + inner.width <= outer.x + outer.width + slack
+        and inner.y + inner.height <= outer.y + outer.height + slack
+    )
 
 
-def _element_html(element: Element, top: int) -> str:
-    margin = f"margin:{top}px 0 0 {element.x}px"
+def _nest(elements: list[Element]) -> list[_Node]:
+    """Elements as a forest: each element under the smallest region that encloses it."""
+    parents: dict[int, int] = {}
+    for i, inner in enumerate(elements):
+        holders = [
+            j
+            for j, outer in enumerate(elements)
+            if j != i
+            and outer.kind == "region"
+            and _inside(inner, outer)
+            # of two equal boxes, the earlier one holds the later one
+            and not (_inside(outer, inner) and j > i)
+        ]
+        if holders:
+            parents[i] = min(holders, key=lambda j: elements[j].width * elements[j].height)
+    nodes = [_Node(element, []) for element in elements]
+    for child, parent in sorted(parents.items()):
+        nodes[parent].children.append(nodes[child])
+    return [node for index, node in enumerate(nodes) if index not in parents]
+
+
+def _split(nodes: list[_Node], axis: str) -> list[list[_Node]]:
+    """Groups of nodes whose extents along `axis` ("y" or "x") overlap, in order."""
+
+    def span(node: _Node) -> tuple[int, int]:
+        e = node.element
+        return (e.y, e.y + e.height) if axis == "y" else (e.x, e.x + e.width)
+
+    groups: list[list[_Node]] = []
+    end = None
+    for node in sorted(nodes, key=lambda n: (span(n), n.element.y, n.element.x)):
+        low, high = span(node)
+        if end is not None and low < end:
+            groups[-1].append(node)
+            end = max(end, high)
+        else:
+            groups.append([node])
+            end = high
+    return groups
+
+
+def _extent(nodes: list[_Node]) -> tuple[int, int, int, int]:
+    left = min(n.element.x for n in nodes)
+    top = min(n.element.y for n in nodes)
+    right = max(n.element.x + n.element.width for n in nodes)
+    bottom = max(n.element.y + n.element.height for n in nodes)
+    return left, top, right, bottom
+
+
+def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
+    """HTML for nodes placed in a container whose content box starts at (left, top)."""
+    pad = "  " * depth
+    out: list[str] = []
+    cursor = top
+    for band in _split(nodes, "y"):
+        b_left, b_top, b_right, b_bottom = _extent(band)
+        if len(band) == 1:
+            out += _node_html(band[0], b_top - cursor, band[0].element.x - left, depth)
+            cursor = b_bottom
+            continue
+        columns = _split(band, "x")
+        style = f"margin-top:{b_top - cursor}px;height:{b_bottom - b_top}px"
+        if len(columns) == 1:  # overlapping both ways: stack, with negative margins if need be
+            out.append(f'{pad}<div class="stack" style="{style}">')
+            inner = b_top
+            for node in sorted(band, key=lambda n: (n.element.y, n.element.x)):
+                out += _node_html(node, node.element.y - inner, node.element.x - left, depth + 1)
+                inner = node.element.y + node.element.height
+            out.append(f"{pad}</div>")
+        else:
+            out.append(f'{pad}<div class="row" style="{style}">')
+            x_cursor = left
+            for column in columns:
+                c_left, _, c_right, _ = _extent(column)
+                c_style = f"margin-left:{c_left - x_cursor}px;width:{c_right - c_left}px"
+                out.append(f'{pad}  <div class="column" style="{c_style}">')
+                out += _flow(column, c_left, b_top, depth + 2)
+                out.append(f"{pad}  </div>")
+                x_cursor = c_right
+            out.append(f"{pad}</div>")
+        cursor = b_bottom
+    return out
+
+
+def _node_html(node: _Node, top: int, left: int, depth: int) -> list[str]:
+    pad = "  " * depth
+    element = node.element
+    margin = f"margin:{top}px 0 0 {left}px"
     if element.kind == "region":
         style = f"{margin};width:{element.width}px;height:{element.height}px;"
-        return f'    <div class="figure" style="{style}background:{element.colour}"></div>'
+        opening = f'{pad}<div class="figure" style="{style}background:{element.colour}">'
+        if not node.children:
+            return [opening + "</div>"]
+        inner = _flow(node.children, element.x, element.y, depth + 1)
+        return [opening, *inner, f"{pad}</div>"]
+    weight = ";font-weight:bold" if element.weight == "bold" else ""
     style = (
-        f"{margin};font-size:{element.font_size:.0f}px;line-height:{element.height}px;"
-        f"height:{element.height}px;color:{element.colour}"
+        f"{margin};font-size:{round(element.font_size, 1):g}px;line-height:{element.height}px;"
+        f"height:{element.height}px;color:{element.colour}{weight}"
     )
-    return f'    <p style="{style}">{html.escape(element.text)}</p>'
+    return [f'{pad}<p style="{style}">{html.escape(element.text)}</p>']
 
 
 def build_page(layout: dict[str, Any], title: str = "Reproduction") -> str:
@@ -121,14 +251,7 @@ def build_page(layout: dict[str, Any], title: str = "Reproduction") -> str:
     if not isinstance(width, int) or width <= 0:
         raise LayoutError(f"width must be a positive integer, got {width!r}")
     background = _colour(layout.get("background"), "background")
-    body = []
-    cursor = 0  # bottom edge of what the flow has placed so far, in reference pixels
-    for block in _blocks(layout_elements(layout)):
-        body.append("  <section>")
-        for element in block:
-            body.append(_element_html(element, max(0, element.y - cursor)))
-            cursor = max(cursor, element.y + element.height)
-        body.append("  </section>")
+    body = _flow(_nest(layout_elements(layout)), 0, 0, 1)
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -138,8 +261,10 @@ def build_page(layout: dict[str, Any], title: str = "Reproduction") -> str:
             f"  <title>{html.escape(title)}</title>",
             "  <style>",
             f"    html, body {{ margin: 0; padding: 0; background: {background}; }}",
-            f"    main {{ width: {width}px; font-family: sans-serif; }}",
-            "    section { display: flow-root; }",
+            f"    main {{ width: {width}px; font-family: {_FONT_STACK}; }}",
+            "    main div { display: flow-root; box-sizing: border-box; }",
+            "    main div.row { display: flex; align-items: flex-start; }",
+            "    main div.column { flex: none; }",
             "    p { margin: 0; white-space: pre; overflow: visible; }",
             "  </style>",
             "</head>",
@@ -172,18 +297,93 @@ def apply_review(layout: dict[str, Any], review: dict[str, Any]) -> dict[str, An
                 }
             )
             known.add(_norm(missing.get("text", "")))
+    offsets = review.get("line_offsets") or []
+    measured = {_norm(str(o.get("text", ""))) for o in offsets if isinstance(o, dict)}
     shifts = {
         _norm(shift["text"]): shift["reference_colour"]
         for shift in review.get("colour_shifts") or []
         if isinstance(shift, dict)
         and isinstance(shift.get("text"), str)
         and isinstance(shift.get("reference_colour"), str)
+        # a line with a measured offset gets its colour corrected from that measurement
+        and _norm(shift["text"]) not in measured
     }
     for line in lines:
         if _norm(line.get("text", "")) in shifts:
             line["colour"] = shifts[_norm(line["text"])]
-    fixed = dict(layout, text_lines=lines)
+    fixed = apply_line_offsets(dict(layout, text_lines=lines), offsets)
     background = review.get("background_shift")
     if isinstance(background, dict) and isinstance(background.get("reference_colour"), str):
         fixed["background"] = background["reference_colour"]
     return fixed
+
+
+def _rgb(colour: str) -> list[int]:
+    return [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+
+
+def _corrected(colour: str, reference: str, drawn: str) -> str:
+    """`colour` moved by what the render got wrong; channels stay within 0-255 by definition."""
+    channels = [
+        min(255, max(0, c + r - d))
+        for c, r, d in zip(_rgb(colour), _rgb(reference), _rgb(drawn), strict=True)
+    ]
+    return "#" + "".join(f"{c:02x}" for c in channels)
+
+
+def _weight(line: dict[str, Any], offset: dict[str, Any]) -> str:
+    current = str(line.get("font_weight", "normal"))
+    ink = offset.get("ink_ratio")
+    if not isinstance(ink, int | float):
+        return current
+    if ink >= _BOLD_INK:
+        return "bold"
+    return "normal" if ink <= 1 / _BOLD_INK else current
+
+
+def _edit_line(line: dict[str, Any], offset: dict[str, Any]) -> dict[str, Any]:
+    """One line moved, resized, reweighted and recoloured by what its pair measured."""
+    edited = dict(line)
+    edited["nudge_x"] = int(line.get("nudge_x", 0)) - int(round(offset["dx"]))
+    edited["nudge_y"] = int(line.get("nudge_y", 0)) - int(round(offset["dy"]))
+    weight = _weight(line, offset)
+    ratio = offset.get("width_ratio")
+    if isinstance(ratio, int | float):
+        if weight != line.get("font_weight", "normal"):
+            # the width was measured at the other weight: take out what the weight adds
+            ratio = ratio / _BOLD_WIDTH if weight == "bold" else ratio * _BOLD_WIDTH
+        if abs(ratio - 1) > _SIZE_EDIT:
+            edited["font_size_px"] = round(float(line["font_size_px"]) * ratio, 1)
+    if weight != line.get("font_weight", "normal"):
+        edited["font_weight"] = weight  # thin strokes read lighter: recolour after re-measuring
+    elif offset.get("colour_difference", 0) > _COLOUR_EDIT:
+        edited["colour"] = _corrected(
+            line["colour"], offset["reference_colour"], offset["other_colour"]
+        )
+    return edited
+
+
+def apply_line_offsets(layout: dict[str, Any], offsets: list[Any]) -> dict[str, Any]:
+    """A new layout with each measured line edited (see the module notes).
+
+    An offset names the reference line it measured by text and box; since the layout and the
+    comparison read the same reference pixels, that identifies the layout's line exactly.
+    Offsets for lines the layout does not hold are ignored: there is nothing drawn to edit;
+    so are pairs whose two texts read differently.
+    """
+    by_key = {}
+    for offset in offsets:
+        if isinstance(offset, dict) and isinstance(offset.get("reference_box"), dict):
+            box = offset["reference_box"]
+            by_key[(_norm(str(offset.get("text", ""))), box.get("x"), box.get("y"))] = offset
+    lines = []
+    for line in layout.get("text_lines", []):
+        box = line.get("box") or {}
+        offset = by_key.get((_norm(line.get("text", "")), box.get("x"), box.get("y")))
+        readable = offset is not None and _norm(str(offset.get("other_text", ""))) == _norm(
+            line.get("text", "")
+        )
+        # a pair that reads differently (e.g. OCR merged a logo into the line) measures a box
+        # holding something else, so only pairs that read the same are acted on
+        lines.append(_edit_line(line, offset) if readable and offset else line)
+    return dict(layout, text_lines=lines)

@@ -4,7 +4,9 @@
 via `veriharness.ocr`) with boxes, an estimated font size and a colour sampled from the glyph
 pixels, and the boxes of non-text regions that stand out from the background. `compare` puts
 two images side by side: mean absolute difference, the regions that differ, text lines of the
-reference the other image lacks (and the reverse), text colour shifts and a background shift.
+reference the other image lacks (and the reverse), text colour shifts, a background shift, and
+`line_offsets`: the lines of both images paired by text, each with its offset, size ratio,
+colour difference and ink ratio, so a caller can move, resize and recolour what it drew.
 
 Colours are binned at 3 bits per channel before counting, so anti-aliasing does not split one
 colour into many; the reported colour is the mean of the pixels in the winning bin. Everything
@@ -19,10 +21,11 @@ from typing import Any
 import numpy as np
 from PIL import Image
 from scipy import ndimage
+from scipy.optimize import linear_sum_assignment
 
-from veriharness.ocr import OcrLine, read_lines
+from veriharness.ocr import Box, OcrLine, OcrWord, read_lines
 
-__all__ = ["hex_colour", "describe", "compare", "font_size_from_line"]
+__all__ = ["hex_colour", "describe", "compare", "align_lines", "font_size_from_line"]
 
 _REGION_CELL = 4  # px: grid of the region search
 _REGION_MIN_SIDE = 8
@@ -30,6 +33,8 @@ _REGION_MIN_AREA = 400
 _TEXT_MATCH = 0.8  # difflib ratio for two lines to count as the same text
 _COLOUR_SHIFT = 48  # max channel difference that counts as a different colour
 _BACKGROUND_SHIFT = 24
+_COLUMN_GAP = 1.5  # a word gap wider than this many word heights separates two columns
+_ASCENDER, _CAPITAL, _X_HEIGHT, _DESCENDER = 0.76, 0.73, 0.55, 0.24  # DejaVu Sans, in em
 
 
 def hex_colour(rgb: Any) -> str:
@@ -68,15 +73,56 @@ def _background(array: np.ndarray) -> np.ndarray:
 
 
 def font_size_from_line(line: OcrLine) -> float:
-    """Font size in px from the tallest word box, by which glyph zones the text reaches."""
-    height = max(word.box.height for word in line.words)
-    text = line.text
-    ascends = any(c.isupper() or c.isdigit() or c in "bdfhiklt'\"!?/|" for c in text)
+    """Font size in px: the median over words of box height / the share of the em it spans.
+
+    The shares are DejaVu Sans metrics (Debian's default sans-serif, what Chromium renders
+    here): capitals 0.73 em, ascenders 0.76 em, x-height 0.55 em, descenders 0.24 em. A
+    word with ascenders and descenders spans about 1.0 em of ink, one of x-height letters 0.55.
+    """
+    estimates = sorted(word.box.height / _ink_share_of_em(word.text) for word in line.words)
+    return round(float(np.median(estimates)), 1)
+
+
+def _ink_share_of_em(text: str) -> float:
+    capitals = any(c.isupper() or c.isdigit() for c in text)
+    ascends = any(c in "bdfhklt'\"!?/|" for c in text)
     descends = any(c in "gjpqy,;()[]{}" for c in text)
-    share = {(True, True): 0.93, (True, False): 0.73, (False, True): 0.73}.get(
-        (ascends, descends), 0.53
-    )
-    return round(height / share, 1)
+    top = _ASCENDER if ascends else _CAPITAL if capitals else _X_HEIGHT
+    return top + (_DESCENDER if descends else 0.0)
+
+
+def _split_wide_gaps(line: OcrLine) -> list[OcrLine]:
+    """Tesseract joins words of one baseline across columns; split where the gap is wide."""
+    words = sorted(line.words, key=lambda w: w.box.x)
+    groups: list[list[OcrWord]] = [[words[0]]]
+    for word in words[1:]:
+        previous = groups[-1][-1]
+        gap = word.box.x - (previous.box.x + previous.box.width)
+        tall = max(word.box.height, previous.box.height)
+        if gap > _COLUMN_GAP * tall:
+            groups.append([word])
+        else:
+            groups[-1].append(word)
+    return [_line_of(group) for group in groups]
+
+
+def _line_of(words: list[OcrWord]) -> OcrLine:
+    left = min(w.box.x for w in words)
+    top = min(w.box.y for w in words)
+    right = max(w.box.x + w.box.width for w in words)
+    bottom = max(w.box.y + w.box.height for w in words)
+    text = " ".join(w.text for w in words)
+    return OcrLine(text, Box(left, top, right - left, bottom - top), tuple(words))
+
+
+def _ink_share(array: np.ndarray, box: dict[str, int]) -> float:
+    """Share of a text box's pixels that are ink: a proxy for stroke weight."""
+    patch = array[box["y"] : box["y"] + box["height"], box["x"] : box["x"] + box["width"]]
+    flat = patch.reshape(-1, 3)
+    if len(flat) == 0:
+        return 0.0
+    distance = np.abs(flat - _mode_colour(flat)).sum(axis=1)
+    return float((distance > 60).mean())
 
 
 def _line_colour(array: np.ndarray, line: OcrLine) -> np.ndarray:
@@ -133,7 +179,8 @@ def _describe_with_lines(image: Image.Image) -> tuple[dict[str, Any], list[OcrLi
     array = _pixels(image)
     height, width = array.shape[:2]
     background = _background(array)
-    lines = read_lines(image)
+    lines = [part for line in read_lines(image) for part in _split_wide_gaps(line)]
+    lines.sort(key=lambda line: (line.box.y, line.box.x))
     mask = np.abs(array - background).sum(axis=2) > 40
     for line in lines:
         b = line.box
@@ -182,6 +229,66 @@ def _distance(first: str, second: str) -> int:
     return max(abs(x - y) for x, y in zip(a, b, strict=True))
 
 
+def _similarity(first: str, second: str) -> float:
+    return difflib.SequenceMatcher(None, _norm(first), _norm(second)).ratio()
+
+
+def _offset(
+    ref_line: dict[str, Any], other_line: dict[str, Any], ref_ink: float, other_ink: float
+) -> dict[str, Any]:
+    a, b = ref_line["box"], other_line["box"]
+    centre_a, centre_b = a["y"] + a["height"] / 2, b["y"] + b["height"] / 2
+    return {
+        "text": ref_line["text"],
+        "other_text": other_line["text"],
+        "text_similarity": round(_similarity(ref_line["text"], other_line["text"]), 4),
+        "reference_box": a,
+        "other_box": b,
+        "dx": b["x"] - a["x"],
+        "dy": round(centre_b - centre_a, 1),
+        "width_ratio": round(a["width"] / b["width"], 4) if b["width"] else None,
+        "height_ratio": round(a["height"] / b["height"], 4) if b["height"] else None,
+        "reference_colour": ref_line["colour"],
+        "other_colour": other_line["colour"],
+        "colour_difference": _distance(ref_line["colour"], other_line["colour"]),
+        "ink_ratio": round(ref_ink / other_ink, 4) if other_ink else None,
+    }
+
+
+def align_lines(
+    ref_array: np.ndarray,
+    ref_lines: list[dict[str, Any]],
+    other_array: np.ndarray,
+    other_lines: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Pair the text lines of two images one to one by text, and measure each pair.
+
+    The pairing minimises 1 - similarity over all pairs (Hungarian method), with a tiny
+    distance term so repeated texts pair with their nearest copy. Pairs below
+    `_TEXT_MATCH` are dropped. Per pair: `dx` (left edges), `dy` (vertical centres), ink
+    `width_ratio`/`height_ratio` (reference over other), colours and their largest channel
+    difference, and `ink_ratio` (share of ink pixels, reference over other: > 1 means the
+    reference strokes are heavier). Offsets are other minus reference, in pixels.
+    """
+    if not ref_lines or not other_lines:
+        return []
+    diagonal = float(np.hypot(*ref_array.shape[:2]))
+    cost = np.zeros((len(ref_lines), len(other_lines)))
+    for i, ref_line in enumerate(ref_lines):
+        for j, other_line in enumerate(other_lines):
+            a, b = ref_line["box"], other_line["box"]
+            far = np.hypot(a["x"] - b["x"], a["y"] - b["y"]) / diagonal
+            cost[i, j] = 1 - _similarity(ref_line["text"], other_line["text"]) + 0.01 * far
+    pairs = []
+    for i, j in zip(*linear_sum_assignment(cost), strict=True):
+        ref_line, other_line = ref_lines[i], other_lines[j]
+        if _similarity(ref_line["text"], other_line["text"]) < _TEXT_MATCH:
+            continue
+        ink = _ink_share(ref_array, ref_line["box"]), _ink_share(other_array, other_line["box"])
+        pairs.append(_offset(ref_line, other_line, *ink))
+    return sorted(pairs, key=lambda pair: (pair["reference_box"]["y"], pair["reference_box"]["x"]))
+
+
 def compare(reference: Image.Image, other: Image.Image) -> dict[str, Any]:
     """How `other` differs from `reference` (resized to the reference's size if needed)."""
     ref = describe(reference)
@@ -226,6 +333,9 @@ def compare(reference: Image.Image, other: Image.Image) -> dict[str, Any]:
         "extra_text": extra,
         "colour_shifts": shifts,
         "background_shift": background_shift,
+        "line_offsets": align_lines(
+            _pixels(reference), ref["text_lines"], _pixels(resized), oth["text_lines"]
+        ),
         "reference": ref,
         "other": oth,
     }
