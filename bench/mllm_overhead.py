@@ -1,149 +1,289 @@
 """What the CallMLLM server adds to a model request, against the least any client must do.
 
-Runs ``veriharness mllm-server`` as a real stdio MCP server in front of the local provider stub
-from ``tests/mllm``, and sends ``--calls`` requests with a 1920x1080 screenshot-like PNG, first
-the full image, then a region. For each call the tool's added time is the client's wall time
-minus the stub's own handling time. The floor, measured in the same run against the same stub,
-is what a bare client does: read the file, crop and encode the region as PNG, base64, build the
-JSON body and POST it once with httpx (again minus the stub's handling time).
+Runs ``veriharness mllm-server`` as a real stdio MCP server (reached with the MCP SDK's client)
+in front of the local provider stub from ``tests/mllm``, and sends ``--calls`` requests per case.
 
-    python3 bench/mllm_overhead.py [--calls 100]
+Images: real Chromium screenshots at 1920x1080 (Debian's chromium through playwright, the
+project's ``Renderer``). ``flat`` is ``tasks/landing-page/reference.html`` alone; ``photo`` puts
+that page beside a column with two photograph-like JPEGs (1/f noise, the spectrum of natural
+images), the kind of screenshot whose PNG runs to megabytes. Each image is sent whole and as an
+800x600 region.
 
-Prints p50/p95 in milliseconds and the ratio of medians added/floor (target <= 1.5), and the
-round trip of a refused call (validation only, no HTTP), which is the MCP stdio hop itself.
+Per call, "added" is the MCP client's wall time minus the stub's own handling time. The floor,
+measured in the same run against the same stub, interleaved call by call with the server's, is
+what a bare client must do: read the file, crop and PNG-encode a region, base64, build the JSON
+body (image bytes spliced in, as the server does) and POST it once with a reused ``httpx.Client``,
+then parse the reply (again minus the stub's time). The floor hashes nothing and writes no trace.
+
+Two baselines show the irreducible part: the MCP stdio round trip of a no-op tool served by the
+same SDK (this script re-run as a server with ``--serve-noop``), and of a call the real server
+refuses at validation (no HTTP; one trace line).
+
+    python3 bench/mllm_overhead.py [--calls 100] [--image PNG ...] [--profile server.prof]
+
+The same ``CallService`` is also driven in this process (no MCP, no second process), which
+splits the added time into the server's own work and the MCP stdio hop. ``--profile`` writes
+cProfile statistics of those in-process calls.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import cProfile
 import io
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
-from PIL import Image, ImageDraw
+import numpy as np
+from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "mllm"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "mllm"))
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mllm_mcp_client import BlockingMcpClient  # noqa: E402
 from mllm_provider_stub import ProviderStub  # noqa: E402
 
-REGION = {"x": 400, "y": 200, "width": 800, "height": 600}
+REGION = {"x": 1000, "y": 200, "width": 800, "height": 600}
 WARMUP = 5
+SIZE = (1920, 1080)
+PHOTO_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+body {margin: 0; display: flex; font-family: "DejaVu Sans", sans-serif; background: #fff}
+iframe {border: 0; width: 1280px; height: 1080px}
+aside {width: 640px; height: 1080px; overflow: hidden}
+aside img {display: block; width: 640px; height: 430px}
+aside p {margin: 16px 24px; font-size: 15px; line-height: 1.5; color: #334155}
+</style></head><body><iframe src="landing/reference.html"></iframe><aside>
+<img src="photo1.jpg"><p>Field notes from the spring survey: the upper meadow after rain, the
+ridge still in cloud, taken on the second morning.</p><img src="photo2.jpg">
+<p>The shore path at low tide.</p></aside></body></html>"""
 
 
-def screenshot_like(path: Path) -> None:
-    """Flat panels, text lines and a gradient banner, like a rendered web page."""
-    image = Image.new("RGB", (1920, 1080), (248, 249, 251))
-    draw = ImageDraw.Draw(image)
-    for x in range(1920):
-        draw.line([(x, 0), (x, 120)], fill=(40 + x * 60 // 1920, 90, 180 - x * 60 // 1920))
-    for column in range(3):
-        left = 80 + column * 600
-        draw.rounded_rectangle([left, 200, left + 540, 1000], radius=16, fill=(255, 255, 255),
-                               outline=(220, 224, 230))
-        for line in range(30):
-            draw.text((left + 24, 230 + line * 25), f"Row {line}: value {line * 37 % 101} units",
-                      fill=(30, 30, 30))
-    image.save(path, format="PNG")
+def photo_like(width: int, height: int, seed: int) -> Image.Image:
+    """Colour 1/f noise with a little sensor grain: compresses like a photograph, not a UI."""
+    rng = np.random.default_rng(seed)
+    freq = np.hypot(np.fft.fftfreq(height)[:, None], np.fft.rfftfreq(width)[None, :])
+    freq[0, 0] = 1.0
+    channels = []
+    for _ in range(3):
+        spectrum = (rng.normal(size=freq.shape) + 1j * rng.normal(size=freq.shape)) / freq**1.1
+        spectrum[0, 0] = 0
+        plane = np.fft.irfft2(spectrum, s=(height, width))
+        channels.append(plane / plane.std())
+    mix = np.array([[1.0, 0.6, 0.3], [0.5, 1.0, 0.4], [0.2, 0.5, 1.0]])
+    pixels = np.tensordot(np.stack(channels, -1), mix, axes=([2], [1]))
+    pixels = 128 + 40 * pixels / pixels.std() + rng.normal(0, 4, size=pixels.shape)
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
 
 
-def percentile(values: list[float], q: float) -> float:
+def render_screenshots(folder: Path) -> dict[str, Path]:
+    """The two benchmark screenshots, rendered by Chromium at 1920x1080."""
+    from veriharness.render import Renderer, Size
+
+    site = folder / "site"
+    shutil.copytree(ROOT / "tasks" / "landing-page", site / "landing")
+    for seed in (1, 2):
+        photo_like(640, 430, seed).save(site / f"photo{seed}.jpg", quality=88)
+    (site / "photo.html").write_text(PHOTO_PAGE)
+    pages = {"flat": site / "landing" / "reference.html", "photo": site / "photo.html"}
+    shots = {}
+    with Renderer() as renderer:
+        for name, page in pages.items():
+            capture = renderer.capture(page, site, Size(width=SIZE[0], height=SIZE[1]))
+            if capture.status != "ok" or capture.viewport_png is None or capture.blocked_requests:
+                raise SystemExit(f"rendering {page} failed: {capture.error} "
+                                 f"(blocked: {capture.blocked_requests})")
+            shots[name] = folder / f"{name}.png"
+            shots[name].write_bytes(capture.viewport_png)
+    return shots
+
+
+def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def through_server(
-    client: BlockingMcpClient, stub: ProviderStub, args: dict, n: int
-) -> list[float]:
-    added = []
-    for i in range(n + WARMUP):
-        begun = time.perf_counter()
-        result = client.call(args)
-        elapsed = (time.perf_counter() - begun) * 1000
-        if result.is_error:
-            raise SystemExit(f"call failed: {result.content[0].text}")
-        if i >= WARMUP:
-            added.append(elapsed - stub.received[-1].handling_ms)
-    return added
+def floor_call(http: httpx.Client, stub: ProviderStub, path: Path,
+               region: dict[str, int] | None) -> float:
+    """One bare client request; returns its time minus the stub's handling time, in ms."""
+    begun = time.perf_counter()
+    data = path.read_bytes()
+    media = "image/png"
+    if region is not None:
+        box = (region["x"], region["y"], region["x"] + region["width"],
+               region["y"] + region["height"])
+        out = io.BytesIO()
+        Image.open(io.BytesIO(data)).crop(box).save(out, format="PNG")
+        data = out.getvalue()
+    skeleton = json.dumps({"model": "m", "max_tokens": 1024, "messages": [{"role": "user",
+        "content": [{"type": "text", "text": "Describe."},
+                    {"type": "image_url", "image_url": {"url": "@"}}]}]})
+    before, after = skeleton.split('"@"')
+    body = b"".join([before.encode(), f'"data:{media};base64,'.encode(),
+                     base64.b64encode(data), b'"', after.encode()])
+    response = http.post(f"{stub.base}/ok/v1/chat/completions", content=body,
+                         headers={"content-type": "application/json"})
+    response.json()["choices"][0]["message"]["content"]
+    return (time.perf_counter() - begun) * 1000 - stub.received[-1].handling_ms
 
 
-def direct(http: httpx.Client, stub: ProviderStub, path: Path, region: dict | None,
-           n: int) -> list[float]:
-    floor = []
+def server_call(client: BlockingMcpClient, stub: ProviderStub, args: dict[str, Any]) -> float:
+    begun = time.perf_counter()
+    result = client.call(args)
+    elapsed = (time.perf_counter() - begun) * 1000
+    if result.is_error:
+        raise SystemExit(f"call failed: {result.content[0].text}")
+    return elapsed - stub.received[-1].handling_ms
+
+
+def round_trips(client: BlockingMcpClient, args: dict[str, Any], n: int) -> list[float]:
+    times = []
     for i in range(n + WARMUP):
         begun = time.perf_counter()
-        data = path.read_bytes()
-        if region is not None:
-            box = (region["x"], region["y"], region["x"] + region["width"],
-                   region["y"] + region["height"])
-            out = io.BytesIO()
-            Image.open(io.BytesIO(data)).crop(box).save(out, format="PNG")
-            data = out.getvalue()
-        url = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-        body = {"model": "m", "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "Describe."},
-            {"type": "image_url", "image_url": {"url": url}}]}]}
-        response = http.post(f"{stub.base}/ok/v1/chat/completions",
-                              content=json.dumps(body).encode())
-        response.json()["choices"][0]["message"]["content"]
-        elapsed = (time.perf_counter() - begun) * 1000
+        client.call(args)
         if i >= WARMUP:
-            floor.append(elapsed - stub.received[-1].handling_ms)
-    return floor
+            times.append((time.perf_counter() - begun) * 1000)
+    return times
+
+
+def service_call(service: Any, stub: ProviderStub, args: dict[str, Any],
+                 profiler: cProfile.Profile | None) -> float:
+    """The server's own ``CallService.call`` in this process: everything but the MCP hop."""
+    begun = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    service.call(args)
+    if profiler is not None:
+        profiler.disable()
+    return (time.perf_counter() - begun) * 1000 - stub.received[-1].handling_ms
+
+
+def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
+    from veriharness.mllm.catalog import load_catalog
+    from veriharness.mllm.server import CallService
+    from veriharness.mllm.trace import TraceWriter
+    from veriharness.taxonomy import load_taxonomy
+
+    return CallService(ws.resolve(), load_catalog(catalog), load_taxonomy(), TraceWriter(trace))
+
+
+HEADER = ("| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
+          "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
+def row(name: str, added: list[float], local: list[float], floor: list[float]) -> str:
+    a50, a95, f50, f95 = (statistics.median(added), percentile(added, 95),
+                          statistics.median(floor), percentile(floor, 95))
+    l50 = statistics.median(local)
+    return (f"| {name} | {a50:.2f} | {a95:.2f} | {l50:.2f} | {f50:.2f} | {f95:.2f} "
+            f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} |")
+
+
+def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | None,
+            tmp: Path) -> None:
+    cases: list[tuple[str, dict[str, int] | None]] = [("full", None)]
+    if regions:
+        cases.append(("region 800x600", REGION))
+    ws = tmp / "ws"
+    ws.mkdir()
+    for name, shot in shots.items():
+        shutil.copy(shot, ws / f"{name}.png")
+    stub = ProviderStub().start()
+    catalog = tmp / "catalog.yaml"
+    catalog.write_text(
+        "profiles:\n  - name: default\n    description: stub\n    provider:\n"
+        f"      api_style: openai-chat\n      base_url: {stub.base}/ok/v1\n      model: m\n")
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "veriharness", "mllm-server", "--workspace", str(ws),
+              "--catalog", str(catalog), "--trace", str(tmp / "trace.jsonl")],
+        env=dict(os.environ))
+    noop = StdioServerParameters(command=sys.executable, args=[__file__, "--serve-noop"],
+                                 env=dict(os.environ))
+    for name in shots:
+        size = (ws / f"{name}.png").stat().st_size
+        print(f"image {name}: Chromium screenshot 1920x1080 PNG, {size / 1024:.0f} KiB")
+    print(f"{calls} calls per case after {WARMUP} warm-up calls; MCP call, in-process call "
+          "and floor interleaved; times in ms\n")
+    print(HEADER)
+    service = make_service(ws, catalog, tmp / "trace-inprocess.jsonl")
+    profiler = cProfile.Profile() if profile else None
+    with open(os.devnull, "w") as quiet, BlockingMcpClient(server, quiet) as client, \
+            httpx.Client(transport=httpx.HTTPTransport(retries=0), trust_env=False) as http:
+        for name in shots:
+            for label, region in cases:
+                image: dict[str, Any] = {"kind": "image", "label": "page", "path": f"{name}.png"}
+                if region is not None:
+                    image["region"] = region
+                args = {"instruction": "Describe.", "inputs": [image],
+                        "capability_tags": ["E1"], "output": {"kind": "text"}}
+                added, local, floor = [], [], []
+                for i in range(calls + WARMUP):
+                    a = server_call(client, stub, args)
+                    s = service_call(service, stub, args, profiler)
+                    f = floor_call(http, stub, ws / f"{name}.png", region)
+                    if i >= WARMUP:
+                        added.append(a)
+                        local.append(s)
+                        floor.append(f)
+                print(row(f"{name} {label}", added, local, floor), flush=True)
+        refused = round_trips(client, {"instruction": "x", "inputs": [],
+                                       "capability_tags": ["E1"], "output": {"kind": "text"}},
+                              calls)
+    with open(os.devnull, "w") as quiet, BlockingMcpClient(noop, quiet) as client:
+        nothing = round_trips(client, {}, calls)
+    service.close()
+    stub.stop()
+    if profiler is not None and profile is not None:
+        profiler.dump_stats(profile)
+    print()
+    for what, times in (("no-op tool (same MCP SDK, stdio)", nothing),
+                        ("refused call on the real server (validation + trace line)", refused)):
+        print(f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
+              f"p95 {percentile(times, 95):.2f} ms")
+
+
+def serve_noop() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("noop")
+
+    @server.tool(name="call")
+    def call() -> str:
+        return "ok"
+
+    server.run("stdio")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100)
-    calls = parser.parse_args().calls
+    parser.add_argument("--image", type=Path, nargs="*", default=None,
+                        help="use these PNGs instead of rendering the two screenshots")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="profile the in-process calls, cProfile statistics to this file")
+    parser.add_argument("--no-region", action="store_true", help="only send whole images")
+    parser.add_argument("--serve-noop", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_noop:
+        serve_noop()
+        return
+    if args.calls < 20:
+        parser.error(f"--calls {args.calls}: need at least 20 for a p95")
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp) / "ws"
-        ws.mkdir()
-        screenshot_like(ws / "page.png")
-        stub = ProviderStub().start()
-        catalog = Path(tmp) / "catalog.yaml"
-        catalog.write_text(
-            "profiles:\n  - name: default\n    description: stub\n    provider:\n"
-            f"      api_style: openai-chat\n      base_url: {stub.base}/ok/v1\n      model: m\n")
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "veriharness", "mllm-server", "--workspace", str(ws),
-                  "--catalog", str(catalog), "--trace", str(Path(tmp) / "trace.jsonl")],
-            env=dict(os.environ))
-        size = (ws / "page.png").stat().st_size
-        print(f"image 1920x1080 PNG, {size / 1024:.0f} KiB; {calls} calls per case "
-              f"(+{WARMUP} warm-up)")
-        print(f"{'case':<8} {'added p50':>10} {'added p95':>10} {'floor p50':>10} "
-              f"{'floor p95':>10} {'ratio p50':>10}")
-        with open(os.devnull, "w") as quiet, BlockingMcpClient(params, quiet) as client, \
-                httpx.Client() as http:
-            for name, region in (("full", None), ("region", REGION)):
-                image = {"kind": "image", "label": "page", "path": "page.png"}
-                if region is not None:
-                    image["region"] = region
-                args = {"instruction": "Describe.", "inputs": [image],
-                        "capability_tags": ["E1"], "output": {"kind": "text"}}
-                added = through_server(client, stub, args, calls)
-                floor = direct(http, stub, ws / "page.png", region, calls)
-                ratio = statistics.median(added) / statistics.median(floor)
-                print(f"{name:<8} {statistics.median(added):>10.2f} {percentile(added, 95):>10.2f}"
-                      f" {statistics.median(floor):>10.2f} {percentile(floor, 95):>10.2f}"
-                      f" {ratio:>10.2f}")
-            refused = []
-            for _ in range(calls):
-                begun = time.perf_counter()
-                client.call({"instruction": "x", "inputs": [], "capability_tags": ["E1"],
-                             "output": {"kind": "text"}})
-                refused.append((time.perf_counter() - begun) * 1000)
-            print(f"MCP stdio round trip of a refused call (no HTTP): p50 "
-                  f"{statistics.median(refused):.2f} ms, p95 {percentile(refused, 95):.2f} ms")
-        stub.stop()
+        if args.image:
+            shots = {path.stem: path for path in args.image}
+        else:
+            shots = render_screenshots(Path(tmp))
+        measure(shots, args.calls, not args.no_region, args.profile, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -94,6 +94,10 @@ profiles:
     description: never answers in time
     provider: {{api_style: openai-chat, base_url: "{stub.base}/hang/v1", model: m,
                 timeout_seconds: 0.5}}
+  - name: patient
+    description: never answers, and waits a while before giving up
+    provider: {{api_style: openai-chat, base_url: "{stub.base}/hang/v1", model: m,
+                timeout_seconds: 2}}
   - name: garbled
     description: answers in no known shape
     provider: {{api_style: anthropic-messages, base_url: "{stub.base}/malformed", model: m}}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 from mcp.client.session import ClientSession
@@ -68,3 +69,9 @@ class BlockingMcpClient:
     def call(self, arguments: dict[str, Any]) -> Any:
         assert self._session is not None
         return self._run(self._session.call_tool("call", arguments))
+
+    def start_call(self, arguments: dict[str, Any]) -> Future[Any]:
+        """Send a call and return at once; the future holds its result."""
+        assert self._session is not None and self._loop is not None
+        return asyncio.run_coroutine_threadsafe(
+            self._session.call_tool("call", arguments), self._loop)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,23 @@ def test_provider_faults_are_tool_errors_and_the_server_keeps_serving(
     assert events[-2]["event"] == "mllm_call_started"
     assert events[-2]["call_id"] == events[-1]["call_id"]
     assert text_of(mllm.call(request())) == "stub reply"
+
+
+def test_a_call_waiting_on_its_provider_does_not_hold_up_another(mllm, stub, trace_path) -> None:
+    before = len(stub.received)
+    waiting = mllm.start_call(request(model_profile="patient"))
+    for _ in range(2000):  # until the stub holds the first request (bounded; no time limit)
+        if any(r.path.startswith("/hang/") for r in stub.received[before:]):
+            break
+        threading.Event().wait(0.005)
+    else:
+        raise AssertionError("the patient call never reached the provider")
+    quick = mllm.call(request(instruction="Meanwhile, describe this."))
+    assert text_of(quick) == "stub reply" and not waiting.done()
+    slow = waiting.result(30)
+    assert slow.is_error and "(timeout)" in text_of(slow)
+    events = [json.loads(line) for line in trace_path.read_text().splitlines()]
+    started = {e["call_id"]: e for e in events if e["event"] == "mllm_call_started"}
+    ends = [e for e in events[-4:] if e["event"] != "mllm_call_started"]
+    assert [e["event"] for e in ends] == ["mllm_call_completed", "mllm_call_failed"]
+    assert started[ends[1]["call_id"]]["resolved_model_profile"] == "patient"
