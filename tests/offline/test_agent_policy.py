@@ -182,6 +182,43 @@ def test_review_findings_are_written_back_into_the_page() -> None:
     assert "2 comparison round(s)" in _text(next_message(_body(TASK + B3, again + [clean])))
 
 
+def test_measured_line_offsets_are_written_back_as_edits() -> None:
+    offset = {
+        "text": "First line",
+        "other_text": "First line",
+        "reference_box": LAYOUT["text_lines"][1]["box"],
+        "dx": 4,
+        "dy": -3,
+        "width_ratio": 1.0,
+        "reference_colour": "#333333",
+        "other_colour": "#333333",
+        "colour_difference": 0,
+        "ink_ratio": 1.5,
+    }
+    turns = [LAYOUT_TURN, WRITE_TURN, BASH_TURN]
+    first = _tool(next_message(_body(TASK, [LAYOUT_TURN]))).input["content"]
+    review = (MLLM_TOOL, {}, _review(line_offsets=[offset]), False)
+    fixed = _tool(next_message(_body(TASK + B3, [*turns, review]))).input["content"]
+    # a 17 px box at the 16 px ink (10, 60), under the title's box that ends at 41;
+    # then moved by (-4, +3) and made bold, 17 / 1.13 px so that bold keeps the measured width
+    assert "margin:19px 0 0 10px;font-size:17px;line-height:17px" in first
+    assert "margin:22px 0 0 6px;font-size:15px;line-height:16px" in fixed
+    assert "font-weight:bold" in fixed and "font-weight:bold" not in first
+    # the edits persist into the next round's page, with the next review's on top
+    again = [*turns, review, WRITE_TURN, BASH_TURN]
+    clean = (MLLM_TOOL, {}, _review(line_offsets=[dict(offset, dx=0, dy=0, ink_ratio=1.0)]), False)
+    assert "2 comparison round(s)" in _text(next_message(_body(TASK + B3, [*again, clean])))
+
+
+def test_review_asks_for_line_offsets() -> None:
+    compare = _tool(next_message(_body(TASK + B3, [LAYOUT_TURN, WRITE_TURN, BASH_TURN])))
+    schema = compare.input["output"]["schema"]
+    assert "line_offsets" in schema["required"]
+    assert {"dx", "dy", "width_ratio", "ink_ratio"} <= set(
+        schema["properties"]["line_offsets"]["items"]["properties"]
+    )
+
+
 def test_review_rounds_are_bounded() -> None:
     review = (MLLM_TOOL, {}, _review(missing_text=[MISSING]), False)
     turns = [LAYOUT_TURN]

@@ -87,6 +87,11 @@ def test_comparison_names_missing_line_and_colour_shift(base_url: str) -> None:
     assert shift["text"] == BODY
     assert channel_distance(shift["reference_colour"], BODY_COLOUR) <= 24
     assert channel_distance(shift["draft_colour"], "#2222aa") <= 24
+    # the same line is paired in both images and measured: in place, differently coloured
+    pairs = {pair["text"]: pair for pair in review["line_offsets"]}
+    assert set(pairs) == {TITLE, BODY}
+    assert (pairs[BODY]["dx"], pairs[BODY]["dy"]) == (0, 0)
+    assert pairs[BODY]["colour_difference"] > 48 and pairs[TITLE]["colour_difference"] <= 4
 
 
 def test_identical_images_compare_clean(base_url: str) -> None:
