@@ -143,11 +143,12 @@ def server_call(client: BlockingMcpClient, stub: ProviderStub, args: dict[str, A
     return elapsed - stub.received[-1].handling_ms
 
 
-def round_trips(client: BlockingMcpClient, args: dict[str, Any], n: int) -> list[float]:
+def round_trips(client: BlockingMcpClient, args: dict[str, Any], n: int,
+                tool: str = "call") -> list[float]:
     times = []
     for i in range(n + WARMUP):
         begun = time.perf_counter()
-        client.call(args)
+        client.call(args, tool)
         if i >= WARMUP:
             times.append((time.perf_counter() - begun) * 1000)
     return times
@@ -171,7 +172,8 @@ def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
     from veriharness.mllm.trace import TraceWriter
     from veriharness.taxonomy import load_taxonomy
 
-    return CallService(ws.resolve(), load_catalog(catalog), load_taxonomy(), TraceWriter(trace))
+    taxonomy = load_taxonomy(ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml")
+    return CallService(ws.resolve(), load_catalog(catalog), taxonomy, TraceWriter(trace))
 
 
 HEADER = ("| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
@@ -240,25 +242,32 @@ def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | N
                               calls)
     with open(os.devnull, "w") as quiet, BlockingMcpClient(noop, quiet) as client:
         nothing = round_trips(client, {}, calls)
+        hopped = round_trips(client, {}, calls, "threaded")
     service.close()
     stub.stop()
     if profiler is not None and profile is not None:
         profiler.dump_stats(profile)
     print()
     for what, times in (("no-op tool (same MCP SDK, stdio)", nothing),
+                        ("no-op tool run in a worker thread, as the server runs a call", hopped),
                         ("refused call on the real server (validation + trace line)", refused)):
         print(f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
               f"p95 {percentile(times, 95):.2f} ms")
 
 
 def serve_noop() -> None:
+    import anyio.to_thread
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("noop")
 
     @server.tool(name="call")
-    def call() -> str:
+    async def call() -> str:
         return "ok"
+
+    @server.tool(name="threaded")
+    async def threaded() -> str:
+        return await anyio.to_thread.run_sync(str, "ok")
 
     server.run("stdio")
 

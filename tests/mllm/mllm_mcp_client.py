@@ -66,9 +66,9 @@ class BlockingMcpClient:
         assert self._session is not None
         return self._run(self._session.list_tools())
 
-    def call(self, arguments: dict[str, Any]) -> Any:
+    def call(self, arguments: dict[str, Any], tool: str = "call") -> Any:
         assert self._session is not None
-        return self._run(self._session.call_tool("call", arguments))
+        return self._run(self._session.call_tool(tool, arguments))
 
     def start_call(self, arguments: dict[str, Any]) -> Future[Any]:
         """Send a call and return at once; the future holds its result."""
