@@ -46,12 +46,12 @@ from veriharness.hashing import sha256_file  # noqa: E402
 from veriharness.trace_reading import (  # noqa: E402
     MLLM_TOOL,
     TraceCall,
+    callmllm_uses,
     group_trace,
     link_calls,
     load_json,
     message_blocks,
     read_jsonl,
-    transcript_tool_uses,
 )
 
 __all__ = [
@@ -83,7 +83,7 @@ _CSS = (
 
 
 def _esc(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else json.dumps(value, indent=1))
+    return html.escape(value if isinstance(value, str) else json.dumps(value))
 
 
 def _cut(text: str, limit: int = _TEXT_LIMIT) -> str:
@@ -339,7 +339,7 @@ def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> li
     events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors) or []
     trace = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors) or []
     calls = group_trace(trace, errors)
-    links = link_calls(transcript_tool_uses(events)[1], calls, errors)
+    links = link_calls(callmllm_uses(events), calls, errors)
     by_use: dict[str, tuple[TraceCall, str]] = {}
     for call, link in zip(calls, links, strict=True):
         if link.tool_use_id is not None:
@@ -363,7 +363,8 @@ def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> li
                         f"{_call_html(call, how, images, prefix)}</div>"
                     )
                 else:
-                    text = _cut(json.dumps(tool_input, indent=1, ensure_ascii=False))
+                    # Compact JSON: json's C encoder only serves calls without indent.
+                    text = _cut(json.dumps(tool_input, ensure_ascii=False))
                     out.append(f"<div class='step tool'>{head}<pre>{_esc(text)}</pre></div>")
             elif block.get("type") == "tool_result":
                 err = " class='err'" if block.get("is_error") else ""

@@ -40,6 +40,7 @@ __all__ = [
     "typed_value",
     "summarize_input",
     "message_blocks",
+    "callmllm_uses",
     "transcript_tool_uses",
     "tool_call_rows",
     "group_trace",
@@ -203,12 +204,27 @@ def message_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+def callmllm_uses(events: list[dict[str, Any]]) -> list[ToolUse]:
+    """The transcript's CallMLLM tool uses in order (cheaper than `transcript_tool_uses`)."""
+    uses: list[ToolUse] = []
+    for event in events:
+        if event.get("type") != "assistant":
+            continue
+        for block in message_blocks(event):
+            if block.get("type") == "tool_use" and block.get("name") == MLLM_TOOL:
+                tool_input = block.get("input")
+                instruction = (
+                    tool_input.get("instruction") if isinstance(tool_input, dict) else None
+                )
+                uses.append(ToolUse(block.get("id"), instruction))
+    return uses
+
+
 def transcript_tool_uses(
     events: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[ToolUse]]:
     """Rows for every tool use of a transcript, and its CallMLLM tool uses in order."""
     rows: list[dict[str, Any]] = []
-    uses: list[ToolUse] = []
     by_id: dict[str, dict[str, Any]] = {}
     turn, last_message = -1, object()
     for event in events:
@@ -233,19 +249,13 @@ def transcript_tool_uses(
                 }
                 rows.append(row)
                 by_id[str(block.get("id"))] = row
-                if row["tool"] == MLLM_TOOL:
-                    tool_input = block.get("input")
-                    instruction = (
-                        tool_input.get("instruction") if isinstance(tool_input, dict) else None
-                    )
-                    uses.append(ToolUse(block.get("id"), instruction))
         elif kind == "user":
             for block in message_blocks(event):
                 row = by_id.get(str(block.get("tool_use_id")))
                 if block.get("type") == "tool_result" and row is not None:
                     row["is_error"] = bool(block.get("is_error", False))
                     row["has_result"] = True
-    return rows, uses
+    return rows, callmllm_uses(events)
 
 
 def tool_call_rows(path: Path, errors: list[str]) -> list[dict[str, Any]] | None:

@@ -271,7 +271,7 @@ def _write_run(
     spec: SyntheticRun,
     rng: random.Random,
     effect: float,
-    images: bool,
+    images: tuple[int, int] | None,
 ) -> None:
     run_dir = exp_dir / spec.condition / spec.task / f"r{spec.replicate}"
     fault = spec.fault
@@ -338,7 +338,7 @@ def _write_run(
     answer.write_text(_html(rng) + "<script>alert('<b>x</b>')</script>", encoding="utf-8")
     _dump(run_dir / "render" / "render.json", {"status": "ok"})
     if images:
-        write_png(run_dir / "render" / "render.png", 64, 48, (200, 40, 40))
+        write_png(run_dir / "render" / "render.png", *images, (200, 40, 40))
     if fault == "no_metrics":
         return
     base = (sum(map(ord, spec.task)) % 50) / 100
@@ -369,6 +369,7 @@ def write_experiment(
     effects: dict[str, float] | None = None,
     faults: dict[tuple[str, str, int], str] | None = None,
     images: bool = False,
+    image_size: tuple[int, int] = (64, 48),
 ) -> SyntheticExperiment:
     """Write results/<experiment>/<condition>/<task>/r<k>/ for the whole matrix."""
     task_ids = [f"task-{i:03d}" for i in range(tasks)] if isinstance(tasks, int) else tasks
@@ -381,7 +382,7 @@ def write_experiment(
     for task in task_ids:
         reference_sha = "sha256:" + "ab" * 32
         if images:
-            write_png(tasks_dir / task / "reference.png", 64, 48, (40, 40, 200))
+            write_png(tasks_dir / task / "reference.png", *image_size, (40, 40, 200))
             reference_sha = sha256_file(tasks_dir / task / "reference.png")
         for condition in conditions:
             for rep in range(1, replicates + 1):
@@ -389,7 +390,8 @@ def write_experiment(
                 spec = SyntheticRun(condition, task, rep, faults.get(key))
                 spec.reference_sha = reference_sha
                 rng = random.Random(f"{seed}/{condition}/{task}/{rep}")
-                _write_run(exp_dir, experiment, spec, rng, effects.get(condition, 0.0), images)
+                effect = effects.get(condition, 0.0)
+                _write_run(exp_dir, experiment, spec, rng, effect, image_size if images else None)
                 expected.append({"condition": condition, "task": task, "replicate": rep})
                 runs[key] = spec
     return SyntheticExperiment(exp_dir, tasks_dir, expected, runs)
