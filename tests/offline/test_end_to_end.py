@@ -168,3 +168,22 @@ def test_b3_makes_more_callmllm_and_tool_calls(sessions: dict[str, Session]) -> 
     assert sum(uses_present.values()) > sum(uses_absent.values())
     assert (present.workspace / "draft.png").stat().st_size > 0
     assert not (absent.workspace / "draft.png").exists()
+
+
+def test_b3_rewrites_the_page_from_what_the_comparison_measured(
+    sessions: dict[str, Session],
+) -> None:
+    absent, present = sessions["b3-absent"], sessions["b3-present"]
+    replies = [json.loads(e["raw_response"]) for e in present.trace if "raw_response" in e]
+    first_review = replies[1]
+    assert {pair["text"] for pair in first_review["line_offsets"]} == {TITLE, BODY}
+    writes = [
+        block["input"]["content"]
+        for event in present.events
+        if event.get("type") == "assistant"
+        for block in event["message"]["content"]
+        if block.get("type") == "tool_use" and block["name"] == "Write"
+    ]
+    assert len(writes) == 2 and writes[0] != writes[1]
+    assert writes[0] == (absent.workspace / "answer.html").read_text()
+    assert (present.workspace / "answer.html").read_text() == writes[1]
