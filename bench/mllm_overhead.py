@@ -23,7 +23,8 @@ refuses at validation (no HTTP; one trace line).
 
 The same ``CallService`` is also driven in this process (no MCP, no second process), which
 splits the added time into the server's own work and the MCP stdio hop. ``--profile`` writes
-cProfile statistics of those in-process calls.
+cProfile statistics of those in-process calls. On a shared machine the medians move with the
+load; the ratio of the minima shows the undisturbed cost.
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
 
 
 HEADER = ("| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
-          "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 | ratio of minima |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
 def row(name: str, added: list[float], local: list[float], floor: list[float]) -> str:
@@ -186,7 +187,50 @@ def row(name: str, added: list[float], local: list[float], floor: list[float]) -
                           statistics.median(floor), percentile(floor, 95))
     l50 = statistics.median(local)
     return (f"| {name} | {a50:.2f} | {a95:.2f} | {l50:.2f} | {f50:.2f} | {f95:.2f} "
-            f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} |")
+            f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} "
+            f"| {min(added) / min(floor):.2f} |")
+
+
+def run_case(client: BlockingMcpClient, service: Any, http: httpx.Client, stub: ProviderStub,
+             image: Path, region: dict[str, int] | None, calls: int,
+             profiler: cProfile.Profile | None) -> tuple[list[float], ...]:
+    """MCP call, in-process call and floor, interleaved call by call."""
+    item: dict[str, Any] = {"kind": "image", "label": "page", "path": image.name}
+    if region is not None:
+        item["region"] = region
+    args = {"instruction": "Describe.", "inputs": [item], "capability_tags": ["E1"],
+            "output": {"kind": "text"}}
+    added: list[float] = []
+    local: list[float] = []
+    floor: list[float] = []
+    for i in range(calls + WARMUP):
+        a = server_call(client, stub, args)
+        s = service_call(service, stub, args, profiler)
+        f = floor_call(http, stub, image, region)
+        if i >= WARMUP:
+            added.append(a)
+            local.append(s)
+            floor.append(f)
+    return added, local, floor
+
+
+def baselines(server: StdioServerParameters, calls: int) -> None:
+    """MCP round trips that do no model work: no-op tools and a refused call."""
+    noop = StdioServerParameters(command=sys.executable, args=[__file__, "--serve-noop"],
+                                 env=dict(os.environ))
+    with open(os.devnull, "w") as quiet, BlockingMcpClient(noop, quiet) as client:
+        nothing = round_trips(client, {}, calls)
+        hopped = round_trips(client, {}, calls, "threaded")
+    with open(os.devnull, "w") as quiet, BlockingMcpClient(server, quiet) as client:
+        refused = round_trips(client, {"instruction": "x", "inputs": [],
+                                       "capability_tags": ["E1"], "output": {"kind": "text"}},
+                              calls)
+    print()
+    for what, times in (("no-op tool (same MCP SDK, stdio)", nothing),
+                        ("no-op tool run in a worker thread, as the server runs a call", hopped),
+                        ("refused call on the real server (validation + trace line)", refused)):
+        print(f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
+              f"p95 {percentile(times, 95):.2f} ms")
 
 
 def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | None,
@@ -198,6 +242,8 @@ def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | N
     ws.mkdir()
     for name, shot in shots.items():
         shutil.copy(shot, ws / f"{name}.png")
+        size = (ws / f"{name}.png").stat().st_size
+        print(f"image {name}: 1920x1080 PNG, {size / 1024:.0f} KiB")
     stub = ProviderStub().start()
     catalog = tmp / "catalog.yaml"
     catalog.write_text(
@@ -208,13 +254,8 @@ def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | N
         args=["-m", "veriharness", "mllm-server", "--workspace", str(ws),
               "--catalog", str(catalog), "--trace", str(tmp / "trace.jsonl")],
         env=dict(os.environ))
-    noop = StdioServerParameters(command=sys.executable, args=[__file__, "--serve-noop"],
-                                 env=dict(os.environ))
-    for name in shots:
-        size = (ws / f"{name}.png").stat().st_size
-        print(f"image {name}: Chromium screenshot 1920x1080 PNG, {size / 1024:.0f} KiB")
     print(f"{calls} calls per case after {WARMUP} warm-up calls; MCP call, in-process call "
-          "and floor interleaved; times in ms\n")
+          f"and floor interleaved; times in ms; load average at start {os.getloadavg()[0]:.1f}\n")
     print(HEADER)
     service = make_service(ws, catalog, tmp / "trace-inprocess.jsonl")
     profiler = cProfile.Profile() if profile else None
@@ -222,37 +263,15 @@ def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | N
             httpx.Client(transport=httpx.HTTPTransport(retries=0), trust_env=False) as http:
         for name in shots:
             for label, region in cases:
-                image: dict[str, Any] = {"kind": "image", "label": "page", "path": f"{name}.png"}
-                if region is not None:
-                    image["region"] = region
-                args = {"instruction": "Describe.", "inputs": [image],
-                        "capability_tags": ["E1"], "output": {"kind": "text"}}
-                added, local, floor = [], [], []
-                for i in range(calls + WARMUP):
-                    a = server_call(client, stub, args)
-                    s = service_call(service, stub, args, profiler)
-                    f = floor_call(http, stub, ws / f"{name}.png", region)
-                    if i >= WARMUP:
-                        added.append(a)
-                        local.append(s)
-                        floor.append(f)
-                print(row(f"{name} {label}", added, local, floor), flush=True)
-        refused = round_trips(client, {"instruction": "x", "inputs": [],
-                                       "capability_tags": ["E1"], "output": {"kind": "text"}},
-                              calls)
-    with open(os.devnull, "w") as quiet, BlockingMcpClient(noop, quiet) as client:
-        nothing = round_trips(client, {}, calls)
-        hopped = round_trips(client, {}, calls, "threaded")
+                times = run_case(client, service, http, stub, ws / f"{name}.png", region, calls,
+                                 profiler)
+                print(row(f"{name} {label}", *times), flush=True)
     service.close()
-    stub.stop()
     if profiler is not None and profile is not None:
         profiler.dump_stats(profile)
-    print()
-    for what, times in (("no-op tool (same MCP SDK, stdio)", nothing),
-                        ("no-op tool run in a worker thread, as the server runs a call", hopped),
-                        ("refused call on the real server (validation + trace line)", refused)):
-        print(f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
-              f"p95 {percentile(times, 95):.2f} ms")
+    baselines(server, calls)
+    stub.stop()
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 
 def serve_noop() -> None:
