@@ -156,3 +156,14 @@ def test_bad_requests_name_the_field(base_url: str, request_log: Path) -> None:
     assert odd.status_code == 400 and "'audio'" in odd.json()["error"]["message"]
     # Every request was logged before it was answered, failures included.
     assert len(request_log.read_text().splitlines()) == 4
+
+
+def test_plain_text_comparison_names_measured_lines(base_url: str) -> None:
+    parts = [
+        {"type": "text", "text": "How does the draft differ from the reference?"},
+        *_image_parts("reference", data_url(screenshot())),
+        *_image_parts("draft", data_url(screenshot(body_colour="#2222aa"))),
+    ]
+    text = _post(base_url, parts).json()["choices"][0]["message"]["content"]
+    assert f'Line "{BODY}": moved by (0, 0.0) px' in text
+    assert f'Line "{TITLE}"' not in text  # drawn the same in both: nothing to report

@@ -225,6 +225,12 @@ def _as_text(analysis: dict[str, Any]) -> str:
             f'Colour of "{s["text"]}": {s["draft_colour"]} instead of {s["reference_colour"]}'
             for s in analysis["colour_shifts"]
         ]
+        lines += [
+            f'Line "{o["text"]}": moved by ({o["dx"]}, {o["dy"]}) px, width ratio '
+            f"{o['width_ratio']}, colour {o['other_colour']} vs {o['reference_colour']}"
+            for o in analysis.get("line_offsets", [])
+            if o["dx"] or o["dy"] or o["width_ratio"] != 1.0 or o["colour_difference"]
+        ]
         return "\n".join(lines)
     if "text_lines" not in analysis:
         return str(analysis.get("note", ""))
