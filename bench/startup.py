@@ -101,9 +101,18 @@ def commands(config: Path, work: Path, runs: int) -> dict[str, list[str]]:
     job = f"score_answer:condition={CONDITIONS[0]},task={TASKS[0]},replicate=1"
     return {
         "one run": [*snakemake, "--dry-run", f"{run}/metrics.json"],
-        "job step": [*snakemake, "--dry-run", "--target-jobs", job, "--allowed-rules",
-                     "score_answer", "--force", "--nolock",
-                     "--max-inventory-time", "0"],  # fmt: skip
+        "job step": [
+            *snakemake,
+            "--dry-run",
+            "--target-jobs",
+            job,
+            "--allowed-rules",
+            "score_answer",
+            "--force",
+            "--nolock",
+            "--max-inventory-time",
+            "0",
+        ],  # fmt: skip
         "all": [*snakemake, "--dry-run", "all"],
     }
 
@@ -153,8 +162,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--work", type=Path, default=None,
-                        help="scratch folder (default: a new temp folder, removed afterwards)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="scratch folder (default: a new temp folder, removed afterwards)",
+    )
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     args = parser.parse_args()
     if args.repeats < 1:

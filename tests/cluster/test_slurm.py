@@ -35,9 +35,8 @@ PROFILE = ROOT / "workflow" / "profiles" / "slurm"
 TASKS = ["landing-page", "pricing-table"]
 CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"
-# Rules that must run as cluster jobs, and those that may (cheap, but not declared local).
+# The rules that run as cluster jobs; the rest are `localrules` of the workflow.
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
-MAY_RUN_ON_CLUSTER = CLUSTER_RULES | {"prepare_run"}
 # What a finished run folder must hold, whatever else it holds.
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
             "audit.json", "metrics.json"]  # fmt: skip
@@ -179,7 +178,7 @@ def test_cluster_jobs_ran_on_slurm_with_the_profile_resources(
 ) -> None:
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
     by_rule = _jobs_by_rule(project)
-    assert CLUSTER_RULES <= set(by_rule) <= MAY_RUN_ON_CLUSTER, sorted(by_rule)
+    assert set(by_rule) == CLUSTER_RULES, sorted(by_rule)
     for rule, jobs in by_rule.items():
         assert len(jobs) == len(TASKS) * len(CONDITIONS), (rule, jobs)
         wanted = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
