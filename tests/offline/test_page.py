@@ -147,7 +147,7 @@ def test_measured_offsets_become_nudges_sizes_and_colours() -> None:
     heading, one, two = fixed["text_lines"][1], fixed["text_lines"][2], fixed["text_lines"][0]
     assert heading == LAYOUT["text_lines"][1]  # not measured: left alone
     assert (one["nudge_x"], one["nudge_y"], one["font_size_px"]) == (-3, 2, 20.0)
-    assert two["colour"] == "#000000" and "nudge_x" in two  # moved by -#202020, kept >= 0
+    assert two["colour"] == "#000000" and "nudge_x" not in two  # moved by -#202020, kept >= 0
     page = build_page(fixed)
     # 20 px box centred on the ink (40 - 2), nudged down 2: top 40, one px under the heading
     assert "margin:-1px 0 0 17px;font-size:20px;line-height:20px;height:20px" in page
@@ -192,3 +192,8 @@ def test_review_applies_offsets_and_leaves_measured_colours_to_them() -> None:
     fixed = apply_review(LAYOUT, review)
     one = fixed["text_lines"][2]
     assert one["nudge_y"] == -3 and one["colour"] == "#000000"
+
+
+def test_lines_measured_in_place_leave_the_layout_unchanged() -> None:
+    in_place = [_offset("body one", 40, dx=0.4, dy=-0.5), _offset("Heading", 10, width_ratio=1.02)]
+    assert apply_line_offsets(LAYOUT, in_place) == LAYOUT

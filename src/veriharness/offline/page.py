@@ -344,8 +344,9 @@ def _weight(line: dict[str, Any], offset: dict[str, Any]) -> str:
 def _edit_line(line: dict[str, Any], offset: dict[str, Any]) -> dict[str, Any]:
     """One line moved, resized, reweighted and recoloured by what its pair measured."""
     edited = dict(line)
-    edited["nudge_x"] = int(line.get("nudge_x", 0)) - int(round(offset["dx"]))
-    edited["nudge_y"] = int(line.get("nudge_y", 0)) - int(round(offset["dy"]))
+    for key, measured in (("nudge_x", offset["dx"]), ("nudge_y", offset["dy"])):
+        if int(round(measured)):  # a line in place keeps its layout unchanged
+            edited[key] = int(line.get(key, 0)) - int(round(measured))
     weight = _weight(line, offset)
     ratio = offset.get("width_ratio")
     if isinstance(ratio, int | float):
