@@ -339,3 +339,23 @@ def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
     if "…[" not in text:
         assert text == full
     assert len(text) <= 400 + len(f"…[{10**9} chars]")
+
+
+def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
+    import importlib
+
+    for name in ("tables", "trace_reading", "table_columns", "compare", "report"):
+        module = importlib.import_module(f"veriharness.{name}")
+        assert [n for n in module.__all__ if not hasattr(module, n)] == [], name
+    probe = (
+        "import sys, veriharness.trace_reading; "
+        "print(sorted(m for m in sys.modules if m.startswith('veriharness')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert json.loads(loaded.replace("'", '"')) == [
+        "veriharness",
+        "veriharness.table_columns",
+        "veriharness.trace_reading",
+    ]
