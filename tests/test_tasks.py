@@ -13,7 +13,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from veriharness.render import DomRecord
+from veriharness.render_dom import DomRecord
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 TASK_IDS = sorted(p.parent.name for p in TASKS.glob("*/task.yaml"))
@@ -74,7 +74,19 @@ def test_reference_page_uses_only_local_files(task_id: str) -> None:
         assert asset.name in html, f"unused asset {asset.name}"
 
 
-def test_rerendering_every_reference_reproduces_it(tmp_path: Path) -> None:
+def _pixel_difference(a: Path, b: Path) -> tuple[int, int, tuple[int, int, int, int] | None]:
+    """Differing pixels (any channel), the largest channel difference, and their bounding box."""
+    with Image.open(a) as first, Image.open(b) as second:
+        assert first.size == second.size
+        diff = np.abs(
+            np.asarray(first.convert("RGB"), np.int16) - np.asarray(second.convert("RGB"), np.int16)
+        ).max(axis=2)
+    ys, xs = np.nonzero(diff)
+    where = (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())) if xs.size else None
+    return int(xs.size), int(diff.max()), where
+
+
+def test_rerendering_every_reference_reproduces_it_pixel_for_pixel(tmp_path: Path) -> None:
     copies = []
     for task_id in TASK_IDS:
         copy = tmp_path / task_id
@@ -82,8 +94,15 @@ def test_rerendering_every_reference_reproduces_it(tmp_path: Path) -> None:
         (copy / "reference.png").unlink()
         (copy / "reference_dom.json").unlink()
         copies.append(copy)
+    # A pricing page whose "-20%" badge picks up the toggle's padding: the kind of change that
+    # moves a few thousand pixels yet keeps the whole-image mean difference tiny. The check
+    # below must see it.
+    altered = tmp_path / "altered" / "pricing-table"
+    shutil.copytree(TASKS / "pricing-table", altered)
+    html = (altered / "reference.html").read_text()
+    (altered / "reference.html").write_text(html.replace(".switch > span", ".switch span"))
     result = subprocess.run(
-        [sys.executable, "-m", "veriharness", "render-reference", *map(str, copies)],
+        [sys.executable, "-m", "veriharness", "render-reference", *map(str, [*copies, altered])],
         capture_output=True,
         text=True,
         timeout=300,
@@ -91,14 +110,22 @@ def test_rerendering_every_reference_reproduces_it(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     for copy in copies:
-        with (
-            Image.open(TASKS / copy.name / "reference.png") as a,
-            Image.open(copy / "reference.png") as b,
-        ):
-            assert a.size == b.size
-            diff = np.abs(np.asarray(a.convert("RGB"), float) - np.asarray(b.convert("RGB"), float))
-        assert diff.mean() < 0.5, f"{copy.name}: mean absolute difference {diff.mean():.3f}"
+        count, largest, where = _pixel_difference(
+            TASKS / copy.name / "reference.png", copy / "reference.png"
+        )
+        assert count == 0, f"{copy.name}: {count} pixels differ (up to {largest}) in {where}"
         kept = DomRecord.model_validate_json((TASKS / copy.name / "reference_dom.json").read_text())
         fresh = DomRecord.model_validate_json((copy / "reference_dom.json").read_text())
-        assert [t.text for t in fresh.texts] == [t.text for t in kept.texts]
-        assert fresh.images == kept.images
+        assert fresh == kept
+    count, _, where = _pixel_difference(
+        TASKS / "pricing-table" / "reference.png", altered / "reference.png"
+    )
+    assert count > 1000 and where is not None
+    left, top, right, bottom = where
+    assert 500 < left < right < 780 and 130 < top < bottom < 185  # the toggle, nothing else
+    with (
+        Image.open(TASKS / "pricing-table" / "reference.png") as a,
+        Image.open(altered / "reference.png") as b,
+    ):
+        mean = np.abs(np.asarray(a.convert("RGB"), float) - np.asarray(b.convert("RGB"), float))
+    assert mean.mean() < 0.5  # what the old mean-only check allowed

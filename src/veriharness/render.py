@@ -14,10 +14,7 @@ Design notes
 - A missing, empty or failing answer is a result, not a crash: its status is recorded and
   `render.png` is a white image of the viewport size so the later stages still have their inputs.
   Only setup problems (no Chromium, unusable arguments) make the verb exit non-zero.
-- Image sources in `dom.json` are written relative to the rendered folder when they point inside
-  it, so a reference's `reference_dom.json` does not depend on where the checkout lives. `data:`
-  URLs are written as their media type plus a sha256 of the whole URL, keeping the file small while
-  still telling two inline images apart.
+- What `dom.json` holds, and how image sources in it are written, is `render_dom.py`'s business.
 - Known limit: the DOM walk runs in the page's own JavaScript world, so an answer that replaces
   built-ins such as `getComputedStyle` could distort `dom.json` (it cannot touch `render.png`).
   Running the walk in an isolated world over CDP would close that gap at the price of a call
@@ -31,14 +28,25 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Literal
-from urllib.parse import unquote, urlsplit
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness import tools
-from veriharness.hashing import sha256_bytes, sha256_file
+from veriharness.hashing import sha256_file
+from veriharness.render_dom import (
+    DOM_SCRIPT,
+    BlockedRequest,
+    DomRecord,
+    ImageBox,
+    RenderRecord,
+    Size,
+    Status,
+    TextBox,
+    Timings,
+    inside,
+    tidy_src,
+)
 
 __all__ = [
     "CHROMIUM_ARGS",
@@ -72,6 +80,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
     "--disable-quic",
+    # Chromium otherwise re-rasters only the invalidated part of a tile after the freeze style
+    # lands, keeping edge pixels from the earlier pass: rounded corners then came out one level
+    # different in about one capture in five. Whole-tile raster makes captures repeatable.
+    "--disable-partial-raster",
     # Second fence behind the route: no host name resolves, so no DNS query leaves either.
     "--host-resolver-rules=MAP * ~NOTFOUND",
 ]
@@ -83,147 +95,6 @@ FREEZE_CSS = (
     "*,*::before,*::after{animation:none!important;transition:none!important;"
     "caret-color:transparent!important;scroll-behavior:auto!important}"
 )
-
-# Returns the dom.json body (without paths rewritten); runs inside the page.
-DOM_SCRIPT = r"""
-() => {
-  const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'TITLE']);
-  const sx = window.scrollX, sy = window.scrollY;
-  const box = r => ({x: r.left + sx, y: r.top + sy, width: r.width, height: r.height});
-  const shown = el => el.checkVisibility({opacityProperty: true, visibilityProperty: true});
-  const paint = new OffscreenCanvas(1, 1).getContext('2d', {willReadFrequently: true});
-  const colours = new Map();
-  const rgb = css => {
-    if (!colours.has(css)) {
-      const m = css.match(/^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/);
-      if (m) {
-        colours.set(css, [m[1], m[2], m[3]].map(v => Math.round(Number(v))));
-      } else {
-        paint.clearRect(0, 0, 1, 1);
-        paint.fillStyle = css;
-        paint.fillRect(0, 0, 1, 1);
-        colours.set(css, Array.from(paint.getImageData(0, 0, 1, 1).data.slice(0, 3)));
-      }
-    }
-    return colours.get(css);
-  };
-  const positioning = el => {
-    for (let e = el; e; e = e.parentElement) {
-      const p = getComputedStyle(e).position;
-      if (p !== 'static') return p;
-    }
-    return 'static';
-  };
-  const texts = [];
-  const root = document.body || document.documentElement;
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const range = document.createRange();
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const el = node.parentElement;
-    if (!el || SKIP.has(el.tagName) || !shown(el)) continue;
-    const text = node.textContent.replace(/\s+/g, ' ').trim();
-    if (!text) continue;
-    range.selectNodeContents(node);
-    const r = range.getBoundingClientRect();
-    if (r.width <= 0 || r.height <= 0) continue;
-    const cs = getComputedStyle(el);
-    const pos = positioning(el);
-    texts.push({text, ...box(r), font_size_px: parseFloat(cs.fontSize),
-                font_weight: parseInt(cs.fontWeight, 10) || 400, color: rgb(cs.color),
-                positioning: pos, pinned: pos === 'absolute' || pos === 'fixed'});
-  }
-  const images = [];
-  for (const el of root.querySelectorAll('*')) {
-    const r = el.getBoundingClientRect();
-    if (r.width <= 0 || r.height <= 0 || !shown(el)) continue;
-    const tag = el.localName;
-    const item = {...box(r), natural_width: null, natural_height: null};
-    if (tag === 'img') {
-      images.push({...item, kind: 'img', src: el.currentSrc || el.getAttribute('src') || null,
-                   natural_width: el.naturalWidth, natural_height: el.naturalHeight});
-    } else if (tag === 'svg' && !el.parentElement?.closest('svg')) {
-      images.push({...item, kind: 'svg', src: null});
-    } else if (tag === 'canvas') {
-      images.push({...item, kind: 'canvas', src: null,
-                   natural_width: el.width, natural_height: el.height});
-    }
-    const bg = getComputedStyle(el).backgroundImage;
-    for (const m of bg.matchAll(/url\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^)]*))\s*\)/g)) {
-      images.push({...item, kind: 'background', src: m[1] ?? m[2] ?? m[3].trim()});
-    }
-  }
-  const de = document.documentElement;
-  const page = {width: Math.max(de.scrollWidth, document.body?.scrollWidth || 0),
-                height: Math.max(de.scrollHeight, document.body?.scrollHeight || 0)};
-  return {page, texts, images};
-}
-"""
-
-Status = Literal["ok", "missing_answer", "empty_answer", "error"]
-Positioning = Literal["static", "relative", "absolute", "fixed", "sticky"]
-
-
-class Size(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    width: PositiveInt
-    height: PositiveInt
-
-
-class Timings(BaseModel):
-    launch_ms: float | None = Field(default=None, description="only on the page that paid for it")
-    load_ms: float
-    capture_ms: float
-
-
-class BlockedRequest(BaseModel):
-    url: str
-    resource_type: str
-
-
-class RenderRecord(BaseModel):
-    kind: Literal["render"] = "render"
-    status: Status
-    viewport: Size
-    page: Size
-    full_page: bool
-    timings: Timings
-    blocked_requests: list[BlockedRequest]
-    console_errors: list[str]
-    page_errors: list[str]
-    error: str | None
-    answer_sha256: str | None
-
-
-class TextBox(BaseModel):
-    text: str
-    x: float
-    y: float
-    width: float
-    height: float
-    font_size_px: float
-    font_weight: int
-    color: tuple[int, int, int]
-    positioning: Positioning
-    pinned: bool
-
-
-class ImageBox(BaseModel):
-    kind: Literal["img", "background", "svg", "canvas"]
-    src: str | None
-    x: float
-    y: float
-    width: float
-    height: float
-    natural_width: int | None
-    natural_height: int | None
-
-
-class DomRecord(BaseModel):
-    kind: Literal["dom"] = "dom"
-    viewport: Size
-    page: Size
-    texts: list[TextBox]
-    images: list[ImageBox]
 
 
 class BatchItem(BaseModel):
@@ -255,24 +126,6 @@ class Capture(BaseModel):
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
-
-
-def _inside(url: str, root: Path) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-        return False
-    return Path(unquote(parts.path)).resolve().is_relative_to(root)
-
-
-def _tidy_src(src: str | None, root: Path) -> str | None:
-    if src is None:
-        return None
-    if src.startswith("data:"):
-        media = src[5:].split(",", 1)[0].split(";", 1)[0] or "text/plain"
-        return f"data:{media};{sha256_bytes(src.encode())}"
-    if _inside(src, root):
-        return Path(unquote(urlsplit(src).path)).resolve().relative_to(root).as_posix()
-    return src
 
 
 class Renderer:
@@ -324,7 +177,7 @@ class Renderer:
         errors: list[str] = []
 
         def route(route, request) -> None:  # type: ignore[no-untyped-def]
-            if _inside(request.url, root):
+            if inside(request.url, root):
                 route.continue_()
             else:
                 blocked.append(BlockedRequest(url=request.url, resource_type=request.resource_type))
@@ -359,7 +212,7 @@ class Renderer:
             shot = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
             raw = page.wait_for_function(DOM_SCRIPT, timeout=timeout).json_value()
             for image in raw["images"]:
-                image["src"] = _tidy_src(image["src"], root)
+                image["src"] = tidy_src(image["src"], root)
             dom = DomRecord(
                 viewport=viewport, page=raw["page"], texts=raw["texts"], images=raw["images"]
             )
