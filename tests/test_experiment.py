@@ -51,20 +51,20 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
 
 def test_record_fed_back_as_config_reproduces_identity(tmp_path: Path) -> None:
     root = make_project(tmp_path, config={"experiment": "t", "replicates": 2,
-                                          "execution": {"max_agent_sessions": 3}})
+                                          "execution": {"retries": 3}})
     assert check(root).returncode == 0
     first = json.loads((root / "results" / "t" / "experiment.json").read_text())
     (root / "rerun.json").write_text(json.dumps(first))
     git(root, "add", "rerun.json")
     git(root, "commit", "-q", "-m", "keep the record")
     # Execution settings given on top of the record change the record, never the identity.
-    proc = check(root, "--config-json", '{"execution": {"max_agent_sessions": 1, "debug": true}}',
+    proc = check(root, "--config-json", '{"execution": {"retries": 1, "debug": true}}',
                  config="rerun.json")
     assert proc.returncode == 0, proc.stderr
     second = json.loads((root / "results" / "t" / "experiment.json").read_text())
     assert second["identity_hash"] == first["identity_hash"]
     assert second["cells"] == first["cells"]
-    assert second["execution"]["max_agent_sessions"] == 1
+    assert second["execution"]["retries"] == 1
     assert second["config"]["agent"] == first["config"]["agent"]
     proc = check(root, "--config-json", '{"agent": {"max_turns": "many"}}', config="rerun.json")
     assert proc.returncode == 2 and "agent.max_turns" in proc.stderr and "'many'" in proc.stderr

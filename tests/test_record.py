@@ -83,18 +83,18 @@ def test_every_agent_setting_is_hashed(root: Path, field: str, value: object) ->
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    sessions=st.integers(1, 64), requests=st.integers(1, 64), retries=st.integers(0, 5),
+    retries=st.integers(0, 5),
     workspace=st.none() | st.text(min_size=1, max_size=20), keep=st.booleans(),
     debug=st.booleans(), sample=st.none() | st.integers(1, 100),
     results=st.text(min_size=1, max_size=20), check_models=st.booleans(),
     name=st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
 )
 def test_execution_settings_never_change_the_identity(
-    root: Path, sessions: int, requests: int, retries: int, workspace: str | None, keep: bool,
+    root: Path, retries: int, workspace: str | None, keep: bool,
     debug: bool, sample: int | None, results: str, check_models: bool, name: str,
 ) -> None:
     execution = BASE.execution.model_copy(update=dict(
-        max_agent_sessions=sessions, max_mllm_requests=requests, retries=retries,
+        retries=retries,
         workspace_root=workspace, keep_workspaces=keep, debug=debug, sample=sample,
         results_dir=results))
     changed = BASE.model_copy(update={"execution": execution, "check_models": check_models,

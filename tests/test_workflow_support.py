@@ -51,12 +51,15 @@ def test_task_list_sample_and_missing_task(tmp_path: Path) -> None:
 
 
 def test_effective_config_names_its_sources_and_is_rewritten_only_on_change(tmp_path: Path) -> None:
-    path = Path(write_effective_config({"experiment": "x"}, str(tmp_path), ["/p/config.yaml"]))
+    scheduler = {"resources": {"agent_sessions": 2, "cores": 4}}
+    path = Path(
+        write_effective_config({"experiment": "x"}, str(tmp_path), ["/p/config.yaml"], scheduler)
+    )
     data = json.loads(path.read_text())
     assert data == {"kind": "effective_config", "sources": ["/p/config.yaml"],
-                    "config": {"experiment": "x"}}  # fmt: skip
+                    "scheduler": scheduler, "config": {"experiment": "x"}}  # fmt: skip
     before = path.stat().st_mtime_ns
-    write_effective_config({"experiment": "x"}, str(tmp_path), ["/p/config.yaml"])
+    write_effective_config({"experiment": "x"}, str(tmp_path), ["/p/config.yaml"], scheduler)
     assert path.stat().st_mtime_ns == before
 
 

@@ -127,8 +127,6 @@ class CompareSettings(_Strict):
 class ExecutionSettings(_Strict):
     """How the runs are executed: recorded in every record, never hashed."""
 
-    max_agent_sessions: int = Field(default=2, ge=1)
-    max_mllm_requests: int = Field(default=4, ge=1)
     retries: int = Field(default=0, ge=0)
     workspace_root: str | None = None
     keep_workspaces: bool = False

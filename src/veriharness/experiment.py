@@ -66,6 +66,7 @@ __all__ = [
     "condition_identity",
     "cell_identity",
     "execution_record",
+    "config_wrapper",
     "add_common_arguments",
     "load_from_args",
     "check_models",
@@ -97,6 +98,7 @@ class Definition:
     taxonomy: Taxonomy
     git: GitState
     uncommitted: bool
+    config_file: Path | None = None
 
     def path(self, relative: str) -> Path:
         return (self.root / relative).resolve()
@@ -116,10 +118,10 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
                   config.model_catalog, DEFAULT_CONFIG]
     # An experiment record is an output whose every value is recorded; a config file is an input;
     # the workflow's merged config stands for the files it was merged from.
-    kind, sources = _config_kind(config_file)
-    if kind == "effective_config":
-        candidates.extend(sources)
-    elif config_file is not None and kind != "experiment_record":
+    wrapper = config_wrapper(config_file)
+    if wrapper.get("kind") == "effective_config":
+        candidates.extend(str(s) for s in wrapper.get("sources", []))
+    elif config_file is not None and wrapper.get("kind") != "experiment_record":
         candidates.append(str(config_file))
     inside = []
     for item in candidates:
@@ -129,16 +131,19 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
     return inside
 
 
-def _config_kind(path: Path | None) -> tuple[str | None, list[str]]:
+def config_wrapper(path: Path | None) -> dict[str, Any]:
+    """The envelope of a JSON config that carries its config under "config" (an experiment
+    record, or the workflow's merged config with its sources and scheduler settings); empty for
+    a plain config file."""
     if path is None:
-        return None, []
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None, []  # YAML config files are plain configs
-    if not isinstance(data, dict):
-        return None, []
-    return data.get("kind"), [str(s) for s in data.get("sources", [])]
+        return {}  # YAML config files are plain configs
+    if not isinstance(data, dict) or "kind" not in data:
+        return {}
+    return {k: v for k, v in data.items() if k != "config"}
 
 
 def load_definition(
@@ -158,7 +163,7 @@ def load_definition(
     state = git_state(root, _input_paths(config, root, config_file))
     uncommitted = require_committed(state, config.allow_uncommitted)
     return Definition(root, config, task_ids, conditions, catalog, load_taxonomy(taxonomy_path),
-                      state, uncommitted)
+                      state, uncommitted, config_file)
 
 
 def shared_identity(defn: Definition) -> dict[str, Any]:
@@ -313,16 +318,20 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
                 "replicates": defn.config.replicates},
         model_check=model_check,
         provenance=provenance.model_dump(mode="json"),
-        execution=execution_record(defn.config),
+        execution=execution_record(defn.config, defn.config_file),
         offline=defn.offline,
     )
 
 
-def execution_record(config: ExperimentConfig) -> dict[str, Any]:
-    """Execution settings and the start checks' switches: recorded, never hashed."""
+def execution_record(
+    config: ExperimentConfig, config_file: Path | None = None
+) -> dict[str, Any]:
+    """Execution settings, the start checks' switches, and the scheduler's cores and resource
+    caps when Snakemake ran it: recorded, never hashed."""
     return config.execution.model_dump(mode="json") | {
         "allow_uncommitted": config.allow_uncommitted,
         "check_models": config.check_models,
+        "scheduler": config_wrapper(config_file).get("scheduler"),
     }
 
 

@@ -74,7 +74,7 @@ def prepare_run(
         identity_hash=digest,
         identity=identity,
         provenance=provenance.model_dump(mode="json"),
-        execution=execution_record(defn.config),
+        execution=execution_record(defn.config, defn.config_file),
         offline=defn.offline,
     )
     return record, prompt

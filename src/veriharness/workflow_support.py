@@ -26,6 +26,8 @@ __all__ = [
     "condition_inputs",
     "identity_settings_digest",
     "write_effective_config",
+    "effective_config_path",
+    "scheduler_settings",
 ]
 
 EFFECTIVE_CONFIG_NAME = "config.effective.json"
@@ -127,6 +129,20 @@ def condition_inputs(config: dict[str, Any], condition: str) -> list[str]:
     )
 
 
+def scheduler_settings(global_resources: dict[str, Any]) -> dict[str, Any]:
+    """Cores and resource caps from Snakemake's parsed `--cores`/`--resources` (profile included)."""
+    values = {}
+    for name, resource in global_resources.items():
+        value = getattr(resource, "value", resource)
+        if isinstance(value, int | float | str) or value is None:
+            values[name.lstrip("_")] = value
+    return {"resources": dict(sorted(values.items()))}
+
+
+def effective_config_path(experiment_dir: str) -> str:
+    return str(Path(experiment_dir) / EFFECTIVE_CONFIG_NAME)
+
+
 def identity_settings_digest(config: dict[str, Any]) -> str:
     """A digest of the config values (not files) that define a run: a change reruns its
     sessions through Snakemake's params trigger. Execution settings are left out on purpose."""
@@ -135,14 +151,20 @@ def identity_settings_digest(config: dict[str, Any]) -> str:
 
 
 def write_effective_config(
-    config: dict[str, Any], experiment_dir: str, sources: list[str]
+    config: dict[str, Any], experiment_dir: str, sources: list[str], scheduler: dict[str, Any]
 ) -> str:
     """Write the merged config as JSON (atomically, only when it changed) and return its path.
 
     `sources` are the config files it was merged from: the uncommitted-input check covers them,
-    not this generated file."""
+    not this generated file. `scheduler` holds Snakemake's cores and resource caps (such as
+    agent_sessions), so the experiment record reports the caps the run really had."""
     path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
-    wrapped = {"kind": "effective_config", "sources": sources, "config": config}
+    wrapped = {
+        "kind": "effective_config",
+        "sources": sources,
+        "scheduler": scheduler,
+        "config": config,
+    }
     text = json.dumps(wrapped, indent=2, sort_keys=True, default=str) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return str(path)

@@ -3,7 +3,7 @@
 `slurm_up.sh` starts munge, slurmctld and slurmd on this machine (root, Debian's slurm-wlm and
 munge, as `./setup.sh --test` installs them); `slurm_down.sh` stops them after the module. The
 workflow runs twice from one copy of the project that is its own git repository: once with
-`--profile workflow/profiles/slurm` (each job an `sbatch` job, status read with squeue), once with
+`--profile profiles/slurm` (each job an `sbatch` job, status read with squeue), once with
 `--cores 2`, each into its own results directory outside the copy. Only execution settings differ,
 so both must give the same run folders, the same identity hashes and the same table rows.
 
@@ -31,7 +31,7 @@ from veriharness.tools import find_claude
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-PROFILE = ROOT / "workflow" / "profiles" / "slurm"
+PROFILE = ROOT / "profiles" / "slurm"
 TASKS = ["landing-page", "pricing-table"]
 CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"

@@ -18,6 +18,7 @@ rule run_agent:
         agent_sessions=1,
         mllm_requests=1,
         mem_mb=1024,
+    retries: config["execution"]["retries"]
     log:
         f"{LOGS}/run_agent/{RUN_LOG}",
     benchmark:

@@ -12,6 +12,8 @@ from veriharness.workflow_support import (
     list_tasks,
     task_files,
     unwrap_experiment_record,
+    effective_config_path,
+    scheduler_settings,
     write_effective_config,
 )
 
@@ -33,9 +35,17 @@ REPLICATES = list(range(1, int(config["replicates"]) + 1))
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:
 # execution settings change this file but must not rerun finished sessions (docs/decisions.md).
-EXPERIMENT_CONFIG = write_effective_config(
-    config, EXP_DIR, [str(Path(f).resolve()) for f in workflow.configfiles]
-)
+# Written by the main process only: cluster jobs parse the workflow again with their own
+# resource settings and must not rewrite what the main process recorded.
+if workflow.is_main_process:
+    EXPERIMENT_CONFIG = write_effective_config(
+        config,
+        EXP_DIR,
+        [str(Path(f).resolve()) for f in workflow.configfiles],
+        scheduler_settings(workflow.global_resources),
+    )
+else:
+    EXPERIMENT_CONFIG = effective_config_path(EXP_DIR)
 IDENTITY_SETTINGS = identity_settings_digest(config)
 
 

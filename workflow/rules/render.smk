@@ -20,6 +20,7 @@ rule render_answer:
         out=f"{RUN}/render",
     resources:
         mem_mb=1024,
+    retries: config["execution"]["retries"]
     log:
         f"{LOGS}/render_answer/{RUN_LOG}",
     benchmark:

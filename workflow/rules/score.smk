@@ -14,6 +14,7 @@ rule score_answer:
     params:
         render_dir=f"{RUN}/render",
         run_dir=RUN,
+    retries: config["execution"]["retries"]
     log:
         f"{LOGS}/score_answer/{RUN_LOG}",
     benchmark:
