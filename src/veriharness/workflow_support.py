@@ -130,7 +130,7 @@ def condition_inputs(config: dict[str, Any], condition: str) -> list[str]:
 
 
 def scheduler_settings(global_resources: dict[str, Any]) -> dict[str, Any]:
-    """Cores and resource caps from Snakemake's parsed `--cores`/`--resources` (profile included)."""
+    """Cores and resource caps as Snakemake parsed them (command line and profile)."""
     values = {}
     for name, resource in global_resources.items():
         value = getattr(resource, "value", resource)
