@@ -17,13 +17,12 @@ from PIL import Image
 from veriharness.hashing import sha256_file
 from veriharness.render import (
     BatchItem,
-    DomRecord,
     Renderer,
-    RenderRecord,
     RenderSetupError,
     read_batch,
     render_answer,
 )
+from veriharness.render_dom import DomRecord, RenderRecord
 
 
 def _veriharness(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -236,6 +235,7 @@ def test_dom_facts_for_a_hand_made_page(tmp_path: Path, renderer: Renderer) -> N
     render_answer(renderer, answer, _reference(tmp_path / "ref.png", 400, 300), out)
     dom = _dom(out)
     texts = {t.text: t for t in dom.texts}
+    assert {t.source for t in dom.texts} == {"text"}
     assert set(texts) == {"Flow text", "Pinned inside", "Nudged", "Corner", "Sticky", "Far below"}
     flow = texts["Flow text"]
     assert (flow.x, flow.y) == (20, 10)
@@ -342,3 +342,74 @@ def test_a_page_that_breaks_the_dom_walk_is_an_error_but_keeps_its_capture(
     with Image.open(out / "render.png") as shot:
         assert shot.convert("RGB").getpixel((100, 70)) == (10, 20, 30)
     assert _dom(out).texts == []
+
+
+FORM_PAGE = """<body style="margin:0;font:16px 'DejaVu Sans'">
+<style>input, textarea, select { font: 16px 'DejaVu Sans'; border: 1px solid #888; padding: 4px; }
+#mail::placeholder { color: rgb(200, 0, 0); font-size: 16px; }</style>
+<label for="name">Name</label>
+<input id="name" value="Ada   Lovelace" style="position:absolute;left:20px;top:40px;width:200px;
+ height:30px;color:rgb(0,0,255);font-weight:700">
+<input id="mail" type="email" placeholder="you@example.org" style="margin:80px 0 0 20px">
+<input type="password" value="hunter2" placeholder="never shown">
+<input type="password" placeholder="Choose a password">
+<input type="checkbox" value="on"><input type="hidden" value="secret-ish">
+<input value="hidden by style" style="display:none">
+<textarea rows="3" style="text-align:right">Line one
+line two</textarea>
+<select><option>First</option><option selected>Second choice</option></select>
+<input type="submit" value="Send it" style="width:200px">
+<button>Real button</button>
+</body>"""
+
+
+def test_form_controls_show_their_values_and_placeholders(
+    tmp_path: Path, renderer: Renderer
+) -> None:
+    answer = _answer(tmp_path / "answer", FORM_PAGE)
+    out = tmp_path / "out"
+    record = render_answer(renderer, answer, _reference(tmp_path / "ref.png", 640, 400), out)
+    assert record.status == "ok", record.error
+    dom = _dom(out)
+    assert [(t.text, t.source) for t in dom.texts] == [
+        ("Name", "text"),
+        ("Ada Lovelace", "input-value"),
+        ("you@example.org", "placeholder"),
+        ("Choose a password", "placeholder"),
+        ("Line one line two", "input-value"),
+        ("Second choice", "input-value"),
+        ("Send it", "input-value"),
+        ("Real button", "text"),
+    ]
+    texts = {t.text: t for t in dom.texts}
+    name = texts["Ada Lovelace"]
+    # Words sit inside the content box (left 20 + border 1 + padding 4), one line centred in it.
+    assert name.x == 25 and 40 < name.y < name.y + name.height < 40 + 30
+    assert 0 < name.width < 200 and 14 < name.height <= 22
+    assert (name.color, name.font_weight, name.font_size_px) == ((0, 0, 255), 700, 16)
+    assert (name.positioning, name.pinned) == ("absolute", True)
+    mail = texts["you@example.org"]
+    assert mail.color == (200, 0, 0) and mail.font_weight == 400
+    # The measured advance of the placeholder, not the whole control.
+    assert abs(mail.width - texts["Ada Lovelace"].width) > 5
+    area = texts["Line one line two"]
+    send = texts["Send it"]
+    assert 0 < send.width < 200 - 10  # centred label, narrower than the control
+    shot = Image.open(out / "render.png").convert("L")
+    ink = [
+        x
+        for x in range(int(send.x) - 40, int(send.x + send.width) + 40)
+        if shot.getpixel((x, int(send.y + send.height / 2))) < 128
+    ]
+    assert ink and send.x - 2 <= min(ink) and max(ink) <= send.x + send.width + 2
+    # A textarea: content-box height, the widest line's width, right-aligned as styled.
+    assert area.height > 2 * area.font_size_px
+    assert 0 < area.width < name.width
+    row = int(area.y + area.font_size_px / 2)
+    ink = [x for x in range(int(area.x) - 80, 640) if shot.getpixel((x, row)) < 128]
+    assert ink and area.x - 2 <= min(ink) and max(ink) <= area.x + area.width + 2
+    row = int(name.y + name.height / 2)
+    # Inside the control's borders (x 20 and 219), so only the value's glyphs count as ink.
+    ink = [x for x in range(22, 218) if shot.getpixel((x, row)) < 128]
+    assert ink and name.x - 2 <= min(ink) and max(ink) <= name.x + name.width + 2
+    assert not any("hunter2" in t.text or "secret" in t.text for t in dom.texts)

@@ -10,10 +10,12 @@ Design notes
   chosen option of a drop-down `<select>`, the label of an `<input type=submit|button|reset>`),
   and `"placeholder"` for a placeholder an empty control shows. A password field contributes
   its placeholder only: its value is drawn as dots and is nobody's business.
-- A control's box is where its words are drawn, not the whole control: the width is the text's
-  measured advance (at most the content box, since overflowing text is cut off on screen),
-  placed by `text-align`; a single-line control centres one line vertically, a textarea keeps
-  its content box. Colour and font size of a placeholder come from its `::placeholder` style.
+- A control's box is where its words are drawn, not the whole control: the width is the measured
+  advance of the value as drawn (spaces kept; a textarea's widest line), at most the content box
+  since overflowing text is cut off on screen, placed by `text-align`. A single-line control
+  centres one line vertically; a textarea's box is its content box's height. Colour, weight and
+  size of a placeholder come from its `::placeholder` style. `text` itself is whitespace-collapsed
+  like every other entry.
 - Image sources are written relative to the rendered folder when they point inside it, so a
   reference's `reference_dom.json` does not depend on where the checkout lives. `data:` URLs are
   written as their media type plus a sha256 of the whole URL: small, yet two inline images differ.
@@ -110,7 +112,9 @@ DOM_SCRIPT = r"""
     const innerW = Math.max(0, r.right - px(cs.borderRightWidth) - px(cs.paddingRight) - left);
     const innerH = Math.max(0, r.bottom - px(cs.borderBottomWidth) - px(cs.paddingBottom) - top);
     measure.font = look.font || cs.font;
-    const width = Math.min(measure.measureText(text).width, innerW);
+    // Controls draw their value as typed (spaces kept, textarea lines broken at newlines).
+    const widest = Math.max(...raw.split('\n').map(line => measure.measureText(line).width));
+    const width = Math.min(widest, innerW);
     const align = cs.textAlign;
     const x = align === 'center' ? left + (innerW - width) / 2
       : (align === 'right' || align === 'end') ? left + innerW - width : left;
