@@ -64,10 +64,12 @@ rule write_report:
             caption="../report/pages.rst",
             category="Run pages",
         ),
+    threads: 2
     log:
         f"{LOGS}/write_report.log",
     shell:
-        "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report > {log} 2>&1"
+        "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report --jobs {threads}"
+        " > {log} 2>&1"
 
 
 rule summarize_task:
