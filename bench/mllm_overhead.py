@@ -22,7 +22,9 @@ refuses at validation (no HTTP; one trace line).
     python3 bench/mllm_overhead.py [--calls 100] [--image PNG ...] [--profile server.prof]
 
 The same ``CallService`` is also driven in this process (no MCP, no second process), which
-splits the added time into the server's own work and the MCP stdio hop. ``--profile`` writes
+splits the added time into the server's own work and the MCP stdio hop. (The stub runs in this
+process, so the floor and the in-process call reach it without crossing processes while the
+server does; with a remote provider every client pays that crossing.) ``--profile`` writes
 cProfile statistics of those in-process calls. On a shared machine the medians move with the
 load; the ratio of the minima shows the undisturbed cost.
 """
