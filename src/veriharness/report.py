@@ -105,11 +105,23 @@ def _metric_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns if c.startswith("metric_"))
 
 
+def _grid(panels: int, height: float, columns: int = 3) -> tuple[plt.Figure, list[plt.Axes]]:
+    """Panels in rows of `columns`, unused cells hidden; axes in reading order."""
+    cols = min(columns, panels)
+    rows = -(-panels // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, height * rows), squeeze=False)
+    axes = list(grid.flat)
+    for spare in axes[panels:]:
+        spare.set_visible(False)
+    fig.set_layout_engine("tight")
+    return fig, axes[:panels]
+
+
 def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
     metrics = _metric_columns(runs) or ["cost_usd"]
     conditions = sorted(runs["condition"].unique())
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    fig, axes = _grid(len(metrics), height=3.4)
+    for ax, metric in zip(axes, metrics, strict=False):
         values = runs[["condition", "task", metric]].dropna()
         per_task = values.groupby(["task", "condition"])[metric].mean().unstack()
         for _, row in per_task.reindex(columns=conditions).iterrows():
@@ -132,7 +144,7 @@ def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
         )
         ax.set_xticks(range(len(conditions)), conditions, rotation=20)
         ax.set_title(metric.removeprefix("metric_"))
-    axes[0][0].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
     return _save(
         fig,
         path,
@@ -144,14 +156,14 @@ def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
 
 def plot_cost_vs_fidelity(runs: pd.DataFrame, path: Path) -> Path:
     metrics = _metric_columns(runs) or ["turns"]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.2), squeeze=False)
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    fig, axes = _grid(len(metrics), height=3.2)
+    for ax, metric in zip(axes, metrics, strict=False):
         for i, (condition, group) in enumerate(runs.groupby("condition")):
             data = group[["cost_usd", metric]].dropna()
             ax.scatter(data["cost_usd"], data[metric], s=10, color=f"C{i}", label=condition)
         ax.set_xlabel("agent cost (USD)")
         ax.set_title(metric.removeprefix("metric_"))
-    axes[0][0].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
     return _save(
         fig,
         path,
