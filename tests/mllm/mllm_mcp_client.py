@@ -66,9 +66,10 @@ class BlockingMcpClient:
         assert self._session is not None
         return self._run(self._session.list_tools())
 
-    def call(self, arguments: dict[str, Any], tool: str = "call") -> Any:
+    def call(self, arguments: dict[str, Any], tool: str = "call",
+             meta: dict[str, Any] | None = None) -> Any:
         assert self._session is not None
-        return self._run(self._session.call_tool(tool, arguments))
+        return self._run(self._session.call_tool(tool, arguments, meta=meta))
 
     def start_call(self, arguments: dict[str, Any]) -> Future[Any]:
         """Send a call and return at once; the future holds its result."""

@@ -70,3 +70,23 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     assert stub.base.split("//")[1] not in log and ANTHROPIC_KEY_VALUE not in log
     for line in text.splitlines():
         assert json.loads(line)["event"].startswith("mllm_call_")
+
+
+def test_trace_keeps_the_agents_tool_use_id_when_the_client_sends_it(
+    mllm, stub, trace_path: Path
+) -> None:
+    args = {
+        "instruction": "Read the heading.",
+        "inputs": [{"kind": "image", "label": "full", "path": "shots/screen.png"}],
+        "capability_tags": ["B1"],
+        "output": {"kind": "text"},
+    }
+    stub.replies.append("Welcome")
+    assert not mllm.call(args, meta={"claudecode/toolUseId": "toolu_abc123"}).is_error
+    assert mllm.call(args | {"capability_tags": ["Q9"]},
+                     meta={"claudecode/toolUseId": "toolu_refused"}).is_error
+    assert not mllm.call(args).is_error
+    events = [json.loads(line) for line in trace_path.read_text().splitlines()]
+    first_calls = [e for e in events if e["event"] in ("mllm_call_started", "mllm_call_rejected")]
+    assert [e.get("tool_use_id") for e in first_calls[-3:]] == [
+        "toolu_abc123", "toolu_refused", None]

@@ -101,27 +101,33 @@ class CallService:
             client.close()
         self._clients.clear()
 
-    def _reject(self, call_id: str, arguments: dict[str, Any], message: str) -> ToolError:
+    def _reject(self, call_id: str, arguments: dict[str, Any], message: str,
+                tool_use_id: str | None) -> ToolError:
         self.trace.write(CallRejected(call_id=call_id, time=now(), error=message,
-                                      request=arguments))
+                                      request=arguments, tool_use_id=tool_use_id))
         return ToolError(message)
 
-    def call(self, arguments: dict[str, Any]) -> str:
-        """One CallMLLM call, start to finish; raises ``ToolError`` for the agent to read."""
+    def call(self, arguments: dict[str, Any], tool_use_id: str | None = None) -> str:
+        """One CallMLLM call, start to finish; raises ``ToolError`` for the agent to read.
+
+        `tool_use_id` is the agent's id for this tool use, when the client sends one: it links
+        the trace to the transcript exactly."""
         call_id = uuid.uuid4().hex
         codes = self.taxonomy.codes
         try:
             request = CallRequest.model_validate(arguments, context={"taxonomy_codes": codes})
         except ValidationError as error:
-            raise self._reject(call_id, arguments, describe_validation_error(error)) from None
+            raise self._reject(call_id, arguments, describe_validation_error(error),
+                               tool_use_id) from None
         try:
             profile = self.catalog.resolve(request.model_profile)
             backend = backend_for(profile.provider)
             inputs = tuple(self._prepare(item) for item in request.inputs)
         except (CatalogError, RequestRefused) as error:
-            raise self._reject(call_id, arguments, str(error)) from None
-        self.trace.write(self._started(call_id, request, inputs, profile.name,
-                                       self.catalog.profile_config_hash(profile)))
+            raise self._reject(call_id, arguments, str(error), tool_use_id) from None
+        started = self._started(call_id, request, inputs, profile.name,
+                                self.catalog.profile_config_hash(profile))
+        self.trace.write(started.model_copy(update={"tool_use_id": tool_use_id}))
         model_request = ModelRequest(request.instruction, inputs, request.output)
         client = self._client(profile.name, profile.provider)
         begun = time.perf_counter()
@@ -187,13 +193,29 @@ class _RawArgumentsTool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any,
                   convert_result: bool = False) -> Any:
-        result = await self.fn(dict(arguments))
+        result = await self.fn(dict(arguments), _tool_use_id(context))
         return self.fn_metadata.convert_result(result) if convert_result else result
 
 
+# Claude Code sends the id of the tool use in the request's `_meta` under this key.
+_TOOL_USE_ID_KEY = "claudecode/toolUseId"
+
+
+def _tool_use_id(context: Any) -> str | None:
+    try:
+        meta = context.request_context.meta
+    except (AttributeError, ValueError):
+        return None
+    if meta is None:
+        return None
+    data = meta if isinstance(meta, dict) else meta.model_dump(by_alias=True)
+    value = data.get(_TOOL_USE_ID_KEY)
+    return value if isinstance(value, str) else None
+
+
 def build_server(service: CallService) -> MCPServer:
-    async def call(arguments: dict[str, Any]) -> str:
-        return await anyio.to_thread.run_sync(service.call, arguments)
+    async def call(arguments: dict[str, Any], tool_use_id: str | None = None) -> str:
+        return await anyio.to_thread.run_sync(service.call, arguments, tool_use_id)
 
     tool = _RawArgumentsTool.from_function(
         call, name="call", description=TOOL_DESCRIPTION, structured_output=False

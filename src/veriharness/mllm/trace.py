@@ -83,6 +83,9 @@ class CallStarted(_Model):
     requested_model_profile: str | None
     resolved_model_profile: str
     resolved_model_config_hash: str
+    tool_use_id: str | None = Field(
+        default=None, description="The agent's id of the tool use, when the client sends it."
+    )
 
 
 class CallCompleted(_Model):
@@ -114,6 +117,7 @@ class CallRejected(_Model):
     request: dict[str, Any] = Field(
         description="The arguments as received (paths, not image bytes), for as far as they parsed."
     )
+    tool_use_id: str | None = None
 
 
 TraceEvent = Annotated[
