@@ -156,7 +156,13 @@ def test_snakemake_report_holds_the_tables_renders_and_run_pages(
         names = archive.namelist()
     assert any(n.endswith("report.html") for n in names)
     assert any(n.endswith("comparison.csv") for n in names)
-    assert sum(n.endswith("render.png") for n in names) == 4
+    # Each run's render is its own report item; the run pages carry one more copy each.
+    items = [n for n in names if re.fullmatch(r"report/data/raw/[0-9a-f]+/render\.png", n)]
+    assert len(items) == 4
+    for condition in CONDITIONS:
+        for task in TASKS:
+            page_render = f"/runs/{condition}/{task}/r1/render.png"
+            assert any(n.endswith(page_render) for n in names), page_render
     assert any(n.endswith("index.html") and "report" in n for n in names)
 
 
