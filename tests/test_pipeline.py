@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import uuid
@@ -17,9 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.project_copy import copy_project
 from veriharness.tools import find_claude
 
-ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["landing-page", "pricing-table"]
 CONDITIONS = ["b3-absent", "b3-present"]
 MARKER_FILE = f"CLAUDE-MD-MARKER-{uuid.uuid4().hex}"
@@ -43,31 +42,15 @@ RUN_FILES = [
 pytestmark = pytest.mark.slow
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("project")
-    for name in ["Snakefile", "pyproject.toml", "workflow", "profiles", "config", "prompts",
-                 "conditions"]:  # fmt: skip
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name)
-        else:
-            shutil.copy2(source, copy / name)
-    for task in TASKS:
-        shutil.copytree(ROOT / "tasks" / task, copy / "tasks" / task)
-    (copy / "CLAUDE.md").write_text(f"Project notes. {MARKER_FILE}\n")
-    (copy / "config" / "test.yaml").write_text(
-        f"tasks: {json.dumps(TASKS)}\nexecution:\n  debug: true\n"
+    files = {
+        "CLAUDE.md": f"Project notes. {MARKER_FILE}\n",
+        "config/test.yaml": f"tasks: {json.dumps(TASKS)}\nexecution:\n  debug: true\n",
+    }
+    return copy_project(
+        tmp_path_factory.mktemp("project"), TASKS, files, f"Initial import {MARKER_COMMIT}"
     )
-    _git(copy, "init", "-q")
-    _git(copy, "-c", "user.name=t", "-c", "user.email=t@example.org", "add", "-A")
-    _git(copy, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm",
-         f"Initial import {MARKER_COMMIT}")  # fmt: skip
-    return copy
 
 
 def snakemake(

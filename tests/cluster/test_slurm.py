@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from support.project_copy import copy_project
 from veriharness.tools import find_claude
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,6 @@ CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
             "audit.json", "metrics.json"]  # fmt: skip
 KEY_COLUMNS = ["condition", "task", "replicate"]
-PROJECT_PARTS = ["Snakefile", "pyproject.toml", "workflow", "config", "prompts", "conditions"]
 RUN_TIMEOUT_S = 900
 STOP_GRACE_S = 60
 FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "2"]
@@ -54,11 +53,6 @@ class Finished(NamedTuple):
 
     experiment: Path
     output: str
-
-
-def _git(repo: Path, *args: str) -> None:
-    ident = ["-c", "user.name=cluster-test", "-c", "user.email=cluster-test@example.org"]
-    subprocess.run(["git", "-C", str(repo), *ident, *args], check=True, capture_output=True)
 
 
 def _run_script(name: str, state_dir: Path) -> str:
@@ -81,25 +75,15 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("project")
-    for name in PROJECT_PARTS:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name)
-        else:
-            shutil.copy2(source, copy / name)
-    for task in TASKS:
-        shutil.copytree(ROOT / "tasks" / task, copy / "tasks" / task)
     results = tmp_path_factory.mktemp("results")
-    for mode in ("slurm", "local"):
-        (copy / "config" / f"cluster-test-{mode}.yaml").write_text(
-            f"tasks: {json.dumps(TASKS)}\n"
-            f"execution:\n  results_dir: {json.dumps(str(results / mode))}\n"
-        )
-    _git(copy, "init", "-q")
-    _git(copy, "add", "-A")
-    _git(copy, "commit", "-qm", "Project copy for the cluster test")
-    return copy
+    files = {
+        f"config/cluster-test-{mode}.yaml": f"tasks: {json.dumps(TASKS)}\n"
+        f"execution:\n  results_dir: {json.dumps(str(results / mode))}\n"
+        for mode in ("slurm", "local")
+    }
+    return copy_project(
+        tmp_path_factory.mktemp("project"), TASKS, files, "Project copy for the cluster test"
+    )
 
 
 def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
