@@ -4,8 +4,7 @@
 
 rule run_agent:
     input:
-        record=f"{RUN}/run.json",
-        prompt=f"{RUN}/system_prompt.md",
+        f"{RUN}/run.json",
     output:
         outcome=f"{RUN}/outcome.json",
         transcript=f"{RUN}/transcript.jsonl",

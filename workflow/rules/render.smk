@@ -2,10 +2,10 @@
 
 
 rule render_answer:
+    # One input per job keeps planning fast: the answer folder comes from the same agent job,
+    # and the reference is covered by the task's digest upstream.
     input:
-        outcome=f"{RUN}/outcome.json",
-        answer=f"{RUN}/answer",
-        reference=reference_png,
+        f"{RUN}/outcome.json",
     output:
         png=report(
             f"{RUN}/render/render.png",
@@ -17,6 +17,8 @@ rule render_answer:
         dom=f"{RUN}/render/dom.json",
         status=f"{RUN}/render/render.json",
     params:
+        answer=f"{RUN}/answer",
+        reference=reference_png,
         out=f"{RUN}/render",
     resources:
         mem_mb=1024,
@@ -26,5 +28,5 @@ rule render_answer:
     benchmark:
         f"{EXP_DIR}/benchmarks/render_answer/{RUN_LOG[:-4]}.tsv"
     shell:
-        "{VH} render --answer-dir {input.answer} --reference {input.reference}"
+        "{VH} render --answer-dir {params.answer} --reference {params.reference}"
         " --out {params.out} > {log} 2>&1"

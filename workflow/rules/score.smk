@@ -3,16 +3,14 @@
 
 rule score_answer:
     input:
-        png=f"{RUN}/render/render.png",
-        dom=f"{RUN}/render/dom.json",
-        status=f"{RUN}/render/render.json",
-        answer=f"{RUN}/answer",
-        task=task_dir,
+        f"{RUN}/render/render.json",
     output:
         audit=f"{RUN}/audit.json",
         metrics=f"{RUN}/metrics.json",
     params:
         render_dir=f"{RUN}/render",
+        answer=f"{RUN}/answer",
+        task=task_dir,
         run_dir=RUN,
     retries: config["execution"]["retries"]
     log:
@@ -20,6 +18,6 @@ rule score_answer:
     benchmark:
         f"{EXP_DIR}/benchmarks/score_answer/{RUN_LOG[:-4]}.tsv"
     shell:
-        "{VH} score --render-dir {params.render_dir} --answer-dir {input.answer}"
-        " --task-dir {input.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
+        "{VH} score --render-dir {params.render_dir} --answer-dir {params.answer}"
+        " --task-dir {params.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
         " > {log} 2>&1"
