@@ -12,7 +12,7 @@ rule run_agent:
         answer=directory(f"{RUN}/answer"),
     params:
         run_dir=RUN,
-        task_dir=task_dir,
+        task_dir=TASK_DIR,
     resources:
         agent_sessions=1,
         mllm_requests=1,

@@ -18,7 +18,7 @@ rule render_answer:
         status=f"{RUN}/render/render.json",
     params:
         answer=f"{RUN}/answer",
-        reference=reference_png,
+        reference=f"{TASK_DIR}/reference.png",
         out=f"{RUN}/render",
     resources:
         mem_mb=1024,

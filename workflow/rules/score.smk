@@ -10,7 +10,7 @@ rule score_answer:
     params:
         render_dir=f"{RUN}/render",
         answer=f"{RUN}/answer",
-        task=task_dir,
+        task=TASK_DIR,
         run_dir=RUN,
     retries: config["execution"]["retries"]
     log:
