@@ -109,6 +109,17 @@ def test_environment_masks_keys_and_drops_callers_anthropic_settings(
     assert recorded["ANTHROPIC_API_KEY"] == "***"
 
 
+def test_a_real_agent_with_an_offline_callmllm_profile_gets_only_the_profile_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
+    plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", offline_profiles=True)
+    env, recorded = session_environment(plan, tmp_path / "cfg", "http://127.0.0.1:4242")
+    assert env["VERIHARNESS_OFFLINE_URL"] == "http://127.0.0.1:4242"
+    assert "ANTHROPIC_BASE_URL" not in env  # the agent itself talks to Anthropic
+    assert recorded["VERIHARNESS_OFFLINE_URL"] == "http://127.0.0.1:4242"
+
+
 def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", api_key_env="NOT_SET_ANYWHERE")

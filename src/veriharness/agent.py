@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs
+from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
 from veriharness.tools import claude_version, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
 
@@ -74,6 +74,7 @@ class SessionPlan(BaseModel):
     wall_clock_seconds: float
     allowed_tools: list[str]
     tool_search: bool
+    offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
     log_model_requests: bool
@@ -125,11 +126,12 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
     project = project_root()
     agent, execution = config.agent, config.execution
     run_dir = run_dir.resolve()
+    catalog = (project / config.model_catalog).resolve()
     return SessionPlan(
         run_dir=run_dir,
         reference=(task_dir / "reference.png").resolve(),
         system_prompt=run_dir / "system_prompt.md",
-        catalog=(project / config.model_catalog).resolve(),
+        catalog=catalog,
         taxonomy=(project / config.taxonomy).resolve(),
         claude=find_claude(),
         endpoint=agent.endpoint,
@@ -140,6 +142,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         wall_clock_seconds=agent.wall_clock_seconds,
         allowed_tools=list(agent.allowed_tools),
         tool_search=agent.tool_search,
+        offline_profiles=any(p.provider.offline for p in load_catalog(catalog).profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
         log_model_requests=execution.debug,
@@ -194,11 +197,12 @@ def session_environment(
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
+    if offline_url is not None:
+        ours[OFFLINE_URL_ENV] = offline_url  # for CallMLLM profiles served by the offline model
     if plan.endpoint == "offline":
         assert offline_url is not None
         ours["ANTHROPIC_BASE_URL"] = offline_url
         ours["ANTHROPIC_API_KEY"] = "offline-model-needs-no-key"
-        ours[OFFLINE_URL_ENV] = offline_url
     else:
         key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
         key = os.environ.get(key_name)
@@ -216,14 +220,15 @@ def session_environment(
 def _masked(name: str, value: str, plan: SessionPlan) -> str:
     if any(hint in name.upper() for hint in _SECRET_HINTS):
         return _MASK
-    if name.endswith("BASE_URL") and plan.endpoint != "offline":
+    if name == "ANTHROPIC_BASE_URL" and plan.endpoint != "offline":
         return _MASK  # a private gateway's address is a secret too
     return value
 
 
 @contextmanager
 def _model_endpoint(plan: SessionPlan) -> Iterator[str | None]:
-    if not plan.offline:
+    """The offline model, started when the agent or any CallMLLM profile uses it."""
+    if not (plan.offline or plan.offline_profiles):
         yield None
         return
     from veriharness.offline.server import running_offline_server
