@@ -160,6 +160,24 @@ def test_targets_for_one_task_one_run_and_a_forced_session(finished: Path, proje
     assert _planned_agent_jobs(forced) == 1
 
 
+def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, project: Path) -> None:
+    # One turn is too few to write an answer: every session stops at its turn limit.
+    short = snakemake(
+        project, "--cores", "4", "all",
+        extra_config="experiment: short\nagent: {max_turns: 1}\nallow_uncommitted: true\n",
+    )  # fmt: skip
+    assert short.returncode == 0, short.stderr[-3000:]
+    experiment = project / "results" / "short"
+    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs) == 4
+    assert set(runs["status"]) == {"max_turns"}, runs[["status", "reason"]]
+    for metrics in experiment.glob("*/*/r1/metrics.json"):
+        assert json.loads(metrics.read_text())["status"] == "no_render"
+    record = json.loads((experiment / "experiment.json").read_text())
+    assert record["provenance"]["uncommitted_changes"] is True
+    assert "config/extra.yaml" in json.dumps(record["provenance"]["git_dirty_files"])
+
+
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
     assert result.returncode == 0, result.stderr[-3000:]
     match = re.search(r"^run_agent\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
