@@ -24,9 +24,9 @@ include: "workflow/rules/collect.smk"
 
 
 rule all:
+    default_target: True
     input:
         f"{EXP_DIR}/tables/runs.csv",
         f"{EXP_DIR}/comparison.csv",
         f"{EXP_DIR}/report",
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
-    default_target: True

@@ -10,18 +10,18 @@ rule run_agent:
         transcript=f"{RUN}/transcript.jsonl",
         trace=f"{RUN}/mllm_trace.jsonl",
         answer=directory(f"{RUN}/answer"),
-    params:
-        run_dir=RUN,
-        task_dir=TASK_DIR,
-    resources:
-        agent_sessions=1,
-        mllm_requests=1,
-        mem_mb=1024,
-    retries: config["execution"]["retries"]
     log:
         f"{LOGS}/run_agent/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/run_agent/{RUN_LOG[:-4]}.tsv"
+    retries: config["execution"]["retries"]
+    resources:
+        agent_sessions=1,
+        mllm_requests=1,
+        mem_mb=1024,
+    params:
+        run_dir=RUN,
+        task_dir=TASK_DIR,
     shell:
         "{VH} run-agent --config {EXPERIMENT_CONFIG} --run-dir {params.run_dir}"
         " --task-dir {params.task_dir} > {log} 2>&1"

@@ -29,7 +29,9 @@ rule collect_tables:
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
     output:
         runs=report(
-            f"{EXP_DIR}/tables/runs.csv", caption="../report/runs.rst", category="Tables"
+            f"{EXP_DIR}/tables/runs.csv",
+            caption="../report/runs.rst",
+            category="Tables",
         ),
     log:
         f"{LOGS}/collect_tables.log",
@@ -42,14 +44,16 @@ rule compare_conditions:
         f"{EXP_DIR}/tables/runs.csv",
     output:
         csv=report(
-            f"{EXP_DIR}/comparison.csv", caption="../report/comparison.rst", category="Comparison"
+            f"{EXP_DIR}/comparison.csv",
+            caption="../report/comparison.rst",
+            category="Comparison",
         ),
         md=f"{EXP_DIR}/comparison.md",
+    log:
+        f"{LOGS}/compare_conditions.log",
     params:
         baseline=config["compare"]["baseline"],
         treatment=config["compare"]["treatment"],
-    log:
-        f"{LOGS}/compare_conditions.log",
     shell:
         "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
         " --treatment {params.treatment} > {log} 2>&1"
@@ -66,9 +70,9 @@ rule write_report:
             caption="../report/pages.rst",
             category="Run pages",
         ),
-    threads: 2
     log:
         f"{LOGS}/write_report.log",
+    threads: 2
     shell:
         "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report --jobs {threads}"
         " > {log} 2>&1"

@@ -17,7 +17,6 @@ from veriharness.workflow_support import (
     write_effective_config,
 )
 
-
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 unwrap_experiment_record(config)
 coerce_command_line_values(config, SCHEMA)
@@ -68,8 +67,6 @@ def run_paths(filename, conditions=CONDITIONS, tasks=TASKS):
     return expand(
         f"{RUN}/{filename}", condition=conditions, task=tasks, replicate=REPLICATES
     )
-
-
 
 
 onstart:

@@ -35,13 +35,13 @@ rule prepare_run:
     output:
         record=f"{RUN}/run.json",
         prompt=f"{RUN}/system_prompt.md",
-    params:
-        identity=IDENTITY_SETTINGS,
-        run_dir=RUN,
     log:
         f"{LOGS}/prepare_run/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/prepare_run/{RUN_LOG[:-4]}.tsv"
+    params:
+        identity=IDENTITY_SETTINGS,
+        run_dir=RUN,
     shell:
         "{VH} prepare --config {EXPERIMENT_CONFIG} --condition {wildcards.condition}"
         " --task {wildcards.task} --replicate {wildcards.replicate}"

@@ -16,17 +16,17 @@ rule render_answer:
         ),
         dom=f"{RUN}/render/dom.json",
         status=f"{RUN}/render/render.json",
-    params:
-        answer=f"{RUN}/answer",
-        reference=f"{TASK_DIR}/reference.png",
-        out=f"{RUN}/render",
-    resources:
-        mem_mb=1024,
-    retries: config["execution"]["retries"]
     log:
         f"{LOGS}/render_answer/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/render_answer/{RUN_LOG[:-4]}.tsv"
+    retries: config["execution"]["retries"]
+    resources:
+        mem_mb=1024,
+    params:
+        answer=f"{RUN}/answer",
+        reference=f"{TASK_DIR}/reference.png",
+        out=f"{RUN}/render",
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"
         " --out {params.out} > {log} 2>&1"
