@@ -57,3 +57,25 @@ def test_every_registered_verb_imports_and_declares_arguments() -> None:
         run = getattr(module, f"run_{suffix}", None) or module.run
         add(argparse.ArgumentParser())
         assert callable(run)
+
+
+def test_python_code_is_ruff_clean() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "src", "tests", "bench"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_workflow_files_are_snakefmt_clean() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow/rules"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
