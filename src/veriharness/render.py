@@ -38,25 +38,17 @@ from veriharness.render_dom import (
     DOM_SCRIPT,
     BlockedRequest,
     DomRecord,
-    ImageBox,
     RenderRecord,
     Size,
     Status,
-    TextBox,
     Timings,
     inside,
     tidy_src,
 )
 
+# The dom.json and render.json models live in render_dom.
 __all__ = [
     "CHROMIUM_ARGS",
-    "Size",
-    "Timings",
-    "BlockedRequest",
-    "RenderRecord",
-    "TextBox",
-    "ImageBox",
-    "DomRecord",
     "BatchItem",
     "RenderSetupError",
     "Capture",
