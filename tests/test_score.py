@@ -21,6 +21,9 @@ TASKS = sorted(
     if (p.parent / "reference.png").is_file() and (p.parent / "reference_dom.json").is_file()
 )
 BLOCK_METRICS = ("block_match", "text_similarity", "position", "color")
+# Self-score OCR word F1 below 0.99, as measured (docs/metrics.md says which words are missed):
+# struck-through feature names on pricing-table, "A person" read as one word on settings-page.
+OCR_F1_FLOOR = {"pricing-table": 0.958, "settings-page": 0.978}
 
 
 def veriharness(*args: str) -> subprocess.CompletedProcess[str]:
@@ -115,10 +118,10 @@ def test_a_reference_page_scored_against_itself_is_near_perfect(scored, task) ->
     assert 1 - metrics["mae"] >= 0.99
     for name in BLOCK_METRICS:
         assert metrics[name] >= 0.99, name
-    # The OCR word metric of a perfect answer is exactly the task's OCR ceiling (what tesseract
-    # reads of the reference against the reference's own DOM words).
+    # The OCR word metric of a perfect answer is the task's OCR ceiling (the merged OCR of the
+    # reference against the reference's own DOM words), and that ceiling is near 1.
     assert metrics["ocr_word_f1"] == pytest.approx(record["details"]["ocr_words"]["f1_ceiling"])
-    assert record["details"]["ocr_words"]["f1_ceiling"] > 0.7  # OCR itself works on the page
+    assert metrics["ocr_word_f1"] >= OCR_F1_FLOOR.get(task, 0.99)
     assert record["details"]["size_mismatch"] is None
     audit = _read(scored[f"self-{task}"], "audit.json")
     assert not any(audit["flags"].values()), audit["evidence"]

@@ -1,4 +1,5 @@
-"""OCR as scoring uses it: real tesseract on a drawn image, the mask, and the on-disk cache."""
+"""OCR as scoring uses it: real tesseract on drawn images, the merge of readings, the mask and
+the on-disk cache."""
 
 from __future__ import annotations
 
@@ -8,7 +9,21 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from veriharness.metrics.ocrwords import OCR_VERSION, cached_ocr_words, masked, ocr_words
+from veriharness.metrics.ocrpasses import (
+    MIN_CONFIDENCE,
+    contrast_image,
+    merge_readings,
+    plausible_word,
+)
+from veriharness.metrics.ocrwords import (
+    OCR_VERSION,
+    cached_ocr_words,
+    masked,
+    ocr_words,
+    reference_ocr_words,
+)
+from veriharness.metrics.text import words_of
+from veriharness.ocr import Box, OcrWord
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
@@ -47,3 +62,74 @@ def test_the_cache_returns_the_same_words_and_ignores_a_different_tesseract(tmp_
     entry.write_text(json.dumps(stored))
     assert cached_ocr_words(sign, cache) == first  # stale entry is a miss, and is rewritten
     assert json.loads(entry.read_text())["tesseract"] != "tesseract 0.0"
+
+
+def _sidebar() -> Image.Image:
+    """Grey labels on a dark sidebar, white text on a coloured button, a dot before a heading."""
+    image = Image.new("RGB", (420, 120), "white")
+    draw = ImageDraw.Draw(image)
+    small, heading = ImageFont.truetype(FONT, 14), ImageFont.truetype(FONT, 15)
+    draw.rectangle((0, 0, 200, 120), fill=(15, 23, 42))
+    draw.text((16, 20), "Orders", font=small, fill=(148, 163, 184))
+    draw.text((16, 60), "Reports", font=small, fill=(148, 163, 184))
+    draw.rounded_rectangle((230, 20, 400, 56), radius=8, fill=(99, 102, 241))
+    draw.text((250, 30), "Save changes", font=small, fill="white")
+    draw.ellipse((232, 84, 242, 94), fill=(79, 70, 229))
+    draw.text((250, 80), "Backlinks", font=heading, fill=(30, 30, 60))
+    return image
+
+
+def test_the_merged_reading_finds_light_text_the_single_reading_misses() -> None:
+    image = _sidebar()
+    single = words_of(w.text for w in ocr_words(image))
+    merged = words_of(w.text for w in reference_ocr_words(image))
+    assert sorted(merged) == ["backlinks", "changes", "orders", "reports", "save"]
+    assert "reports" not in single  # what the second reading is for
+    assert reference_ocr_words(image) == reference_ocr_words(image)  # deterministic
+
+
+def test_contrast_image_draws_any_text_dark_on_white() -> None:
+    contrast = np.asarray(contrast_image(_sidebar()))
+    assert (contrast[5:15, 5:195] == 255).all()  # dark panel, no text: white
+    assert (contrast[5:15, 215:415] == 255).all()  # white page: white
+    assert contrast[30:50, 250:390].min() < 60  # white text on the button: dark ink
+    assert contrast[60:80, 16:80].min() < 100  # grey text on the dark panel: dark ink
+
+
+def _word(text: str, box: tuple[int, int, int, int], confidence: float = 95.0) -> OcrWord:
+    return OcrWord(text, Box(*box), confidence, (1, 1, 1))
+
+
+def test_shapes_read_as_characters_are_not_words() -> None:
+    assert not plausible_word(_word("e", (0, 0, 10, 10)))  # a filled dot
+    assert not plausible_word(_word("O", (0, 0, 17, 17)))  # a radio button
+    assert not plausible_word(_word("6", (0, 0, 44, 24)))  # a toggle switch
+    assert not plausible_word(_word("oro", (0, 0, 20, 3)))  # a rule
+    assert not plausible_word(_word("Orders", (0, 0, 50, 12), MIN_CONFIDENCE - 1))
+    for text, box in [("a", (0, 0, 8, 9)), ("I", (0, 0, 3, 12)), ("3", (0, 0, 8, 12))]:
+        assert plausible_word(_word(text, box))
+    assert plausible_word(_word("$0", (0, 0, 12, 9)))  # wide only because of the sign
+
+
+def test_merge_keeps_one_reading_per_overlapping_group() -> None:
+    grey = [_word("Signin", (100, 10, 50, 15), 80.0), _word("Pricing", (10, 10, 60, 15))]
+    contrast = [
+        _word("Sign", (100, 10, 30, 15), 96.0),
+        _word("in", (135, 10, 15, 15), 95.0),
+        _word("Pricing", (11, 10, 60, 15), 90.0),
+        _word("Reports", (10, 60, 60, 15), 90.0),  # only this reading saw it
+    ]
+    merged = merge_readings([grey, contrast])
+    assert [w.text for w in merged] == ["Pricing", "Sign", "in", "Reports"]
+    assert merged[0].confidence == 95.0  # the grey reading won the Pricing group
+    # More text read outweighs a slightly higher confidence on a fragment.
+    longer = merge_readings(
+        [[_word("ember,", (30, 0, 40, 8), 96.7)], [_word("December,", (10, 0, 64, 11), 96.2)]]
+    )
+    assert [w.text for w in longer] == ["December,"]
+
+
+def test_a_tie_goes_to_the_first_reading() -> None:
+    first, second = _word("same", (0, 0, 30, 10), 90.0), _word("sane", (0, 0, 30, 10), 90.0)
+    assert merge_readings([[first], [second]]) == [first]
+    assert merge_readings([[second], [first]]) == [second]
