@@ -45,16 +45,25 @@ class OcrLine(NamedTuple):
     words: tuple[OcrWord, ...]
 
 
-def read_words(image: Image.Image | str | Path, *, min_confidence: float = 30.0) -> list[OcrWord]:
-    """Words tesseract reads with at least `min_confidence` (0-100)."""
+def read_words(
+    image: Image.Image | str | Path,
+    *,
+    min_confidence: float = 30.0,
+    psm: int = 3,
+    upscale: int = 1,
+) -> list[OcrWord]:
+    """Words tesseract reads with at least `min_confidence` (0-100), in page segmentation mode
+    `psm`, on the image enlarged `upscale` times; boxes are in the given image's pixels."""
+    picture = image if isinstance(image, Image.Image) else Image.open(image)
+    picture = picture.convert("RGB")
+    if upscale != 1:
+        size = (picture.width * upscale, picture.height * upscale)
+        picture = picture.resize(size, Image.Resampling.LANCZOS)
     with tempfile.TemporaryDirectory(prefix="veriharness-ocr-") as tmp:
         source = Path(tmp) / "in.png"
-        if isinstance(image, Image.Image):
-            image.convert("RGB").save(source)
-        else:
-            Image.open(image).convert("RGB").save(source)
+        picture.save(source)
         result = subprocess.run(
-            [str(find_tesseract()), str(source), "stdout", "--psm", "3", "tsv"],
+            [str(find_tesseract()), str(source), "stdout", "--psm", str(psm), "tsv"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -72,9 +81,9 @@ def read_words(image: Image.Image | str | Path, *, min_confidence: float = 30.0)
         confidence = float(row["conf"])
         if confidence < min_confidence:
             continue
-        box = Box(int(row["left"]), int(row["top"]), int(row["width"]), int(row["height"]))
+        box = (int(row["left"]), int(row["top"]), int(row["width"]), int(row["height"]))
         key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
-        words.append(OcrWord(text, box, confidence, key))
+        words.append(OcrWord(text, Box(*(round(v / upscale) for v in box)), confidence, key))
     return words
 
 

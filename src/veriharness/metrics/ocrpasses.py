@@ -33,21 +33,14 @@ merged in a fixed order.
 
 from __future__ import annotations
 
-import csv
-import io
-import os
-import subprocess
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
 from veriharness.metrics.text import normalise_word
-from veriharness.ocr import Box, OcrError, OcrWord
-from veriharness.tools import find_tesseract
+from veriharness.ocr import Box, OcrWord, read_words
 
 __all__ = [
     "MIN_CONFIDENCE",
@@ -73,30 +66,7 @@ def tesseract_words(image: Image.Image, *, psm: int, upscale: int = UPSCALE) -> 
     """Words tesseract reads on `image` enlarged `upscale` times, boxes in `image`'s pixels.
 
     Every word is returned with its confidence (no threshold here)."""
-    big = image.resize((image.width * upscale, image.height * upscale), Image.Resampling.LANCZOS)
-    with tempfile.TemporaryDirectory(prefix="veriharness-ocr-") as tmp:
-        source = Path(tmp) / "in.png"
-        big.save(source)
-        done = subprocess.run(
-            [str(find_tesseract()), str(source), "stdout", "--psm", str(psm), "tsv"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={"OMP_THREAD_LIMIT": "1", **os.environ},
-        )
-    if done.returncode != 0:
-        raise OcrError(f"tesseract --psm {psm} failed ({done.returncode}): {done.stderr[:300]}")
-    words = []
-    for row in csv.DictReader(io.StringIO(done.stdout), delimiter="\t", quoting=csv.QUOTE_NONE):
-        text = (row.get("text") or "").strip()
-        if row.get("level") != "5" or not text:
-            continue
-        box = (int(row["left"]), int(row["top"]), int(row["width"]), int(row["height"]))
-        key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
-        scaled = Box(*(round(v / upscale) for v in box))
-        words.append(OcrWord(text, scaled, float(row["conf"]), key))
-    return words
+    return read_words(image, min_confidence=-1.0, psm=psm, upscale=upscale)
 
 
 def contrast_image(image: Image.Image) -> Image.Image:
