@@ -22,8 +22,9 @@ TASKS = sorted(
 )
 BLOCK_METRICS = ("block_match", "text_similarity", "position", "color")
 # Self-score OCR word F1 below 0.99, as measured (docs/metrics.md says which words are missed):
-# struck-through feature names on pricing-table, "A person" read as one word on settings-page.
-OCR_F1_FLOOR = {"pricing-table": 0.958, "settings-page": 0.978}
+# "Yearly -20%" on a white toggle inside a dark bar on pricing-table (0.9899), "A person" read
+# as one word on settings-page (0.9787).
+OCR_F1_FLOOR = {"pricing-table": 0.989, "settings-page": 0.978}
 
 
 def veriharness(*args: str) -> subprocess.CompletedProcess[str]:

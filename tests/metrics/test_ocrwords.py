@@ -14,6 +14,8 @@ from veriharness.metrics.ocrpasses import (
     contrast_image,
     merge_readings,
     plausible_word,
+    strokes_removed,
+    tesseract_words,
 )
 from veriharness.metrics.ocrwords import (
     OCR_VERSION,
@@ -133,3 +135,45 @@ def test_a_tie_goes_to_the_first_reading() -> None:
     first, second = _word("same", (0, 0, 30, 10), 90.0), _word("sane", (0, 0, 30, 10), 90.0)
     assert merge_readings([[first], [second]]) == [first]
     assert merge_readings([[second], [first]]) == [second]
+
+
+def _struck_through() -> Image.Image:
+    """Grey text with a 1 px line through its middle, as CSS line-through draws it, on a dark
+    card; and a thick bar, which is not a stroke."""
+    image = Image.new("RGB", (420, 110), (30, 41, 59))
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(FONT, 14)
+    draw.text((20, 20), "Custom domains", font=font, fill=(100, 116, 139))
+    left, top, right, bottom = draw.textbbox((20, 20), "Custom domains", font=font)
+    middle = (top + bottom) // 2 + 1
+    draw.line((left, middle, right, middle), fill=(100, 116, 139), width=1)
+    draw.rectangle((20, 70, 300, 80), fill=(226, 232, 240))
+    return image
+
+
+def test_strike_through_lines_are_painted_over_and_glyph_stems_kept() -> None:
+    contrast = contrast_image(_struck_through())
+    before, after = np.asarray(contrast), np.asarray(strokes_removed(contrast))
+    stroke_rows = np.flatnonzero((before[:60, 20:120] < 200).all(axis=1))
+    assert stroke_rows.size == 1  # the drawing really has a continuous 1 px line
+    row = after[stroke_rows[0], 20:120]
+    assert (row >= 200).sum() > 30  # the gaps between letters are white again
+    assert (row < 200).sum() > 10  # the stems the line crossed are still ink
+    others = np.delete(np.arange(40), stroke_rows[0])
+    assert (after[others] == before[others]).all()  # nothing but the line changed
+    assert (after[70:81, 20:300] == before[70:81, 20:300]).all()  # a thick bar stays
+
+
+def test_struck_through_words_are_read() -> None:
+    image = _struck_through()
+    assert "domains" not in words_of(w.text for w in tesseract_words(contrast_image(image), psm=11))
+    assert sorted(words_of(w.text for w in reference_ocr_words(image))) == ["custom", "domains"]
+
+
+def test_the_same_text_in_slightly_overlapping_boxes_is_one_word() -> None:
+    grey = [_word("a", (558, 816, 9, 21), 96.0)]  # an offset box, as tesseract sometimes gives
+    contrast = [_word("a", (563, 822, 10, 9), 97.0), _word("thin", (578, 818, 34, 13))]
+    assert sorted(w.text for w in merge_readings([grey, contrast])) == ["a", "thin"]
+    # Different text overlapping by less than half stays two words.
+    near = [[_word("on", (0, 0, 20, 10))], [_word("to", (16, 0, 20, 10))]]
+    assert sorted(w.text for w in merge_readings(near)) == ["on", "to"]

@@ -10,7 +10,13 @@ small chart axis labels. Scoring therefore reads the reference image twice and m
    which suits scattered UI labels). Each pixel becomes its largest channel difference from the
    local background colour (a median over a 36 px square, computed at quarter size), times two,
    drawn dark on white. Text of any colour on any flat background, light or dark, becomes dark
-   text on white; flat panels, however coloured, become white.
+   text on white; flat panels, however coloured, become white. Long thin horizontal strokes
+   (strike-throughs, underlines, rules) are then painted over (`strokes_removed`): a line
+   through the middle of the glyphs made tesseract read "Custom domains" as "€ustemdemains".
+   A stroke pixel is not simply whitened, which would cut every crossed glyph in two; it takes
+   the lighter of its nearest non-stroke neighbours above and below, so stems stay joined.
+   Doing this on the contrast image rather than in a third reading costs nothing extra and
+   changed no other word on the example tasks.
 
 Tesseract inverts light-on-dark lines itself, so an inverted pass adds nothing (measured on the
 example tasks: identical F1 to the plain pass, or lower).
@@ -21,11 +27,14 @@ Before merging, each reading drops what is not text (`plausible_word`): boxes un
 one-letter words), and single digits wider than tall (toggle switches read as "6"; no digit is
 wider than tall).
 
-Merging: words of the two readings whose boxes overlap (the intersection covers at least half
-of the smaller box) form one group, transitively. A group seen by one reading keeps that
-reading's words. A group seen by both keeps the words of the reading with the higher mean
-confidence there; a tie goes to `grey`. Choosing a whole reading per group, rather than word by
-word, keeps one consistent split where the readings disagree on spaces ("Sign in" / "Signin").
+Merging: words of the two readings that are the same word form one group, transitively. Two
+words are the same when their boxes overlap by at least half of the smaller box, or when they
+overlap at all and read the same (normalised) text: tesseract sometimes gives a one-letter word
+a box offset by a few pixels, and the two readings' "a" then overlapped by less than half and
+were counted twice. A group seen by one reading keeps that reading's words. A group seen by
+both keeps the words of the reading with the larger sum of confidence/100 times characters
+there; a tie goes to `grey`. Choosing a whole reading per group, rather than word by word, keeps
+one consistent split where the readings disagree on spaces ("Sign in" / "Signin").
 
 Everything here is deterministic: fixed preprocessing, one tesseract thread, and the readings
 merged in a fixed order.
@@ -40,7 +49,7 @@ from PIL import Image
 from scipy import ndimage
 
 from veriharness.metrics.text import normalise_word
-from veriharness.ocr import Box, OcrWord, read_words
+from veriharness.ocr import OcrWord, read_words
 
 __all__ = [
     "MIN_CONFIDENCE",
@@ -48,6 +57,7 @@ __all__ = [
     "UPSCALE",
     "tesseract_words",
     "contrast_image",
+    "strokes_removed",
     "plausible_word",
     "merge_readings",
     "multipass_words",
@@ -60,6 +70,9 @@ _BACKGROUND_SCALE = 4
 _BACKGROUND_WINDOW = 9  # in quarter-size pixels: 36 px of the page
 _CONTRAST_GAIN = 2.0
 _ONE_LETTER_WORDS = frozenset({"a", "i"})
+_INK_LEVEL = 200
+_STROKE_LENGTH = 30
+_STROKE_THICKNESS = 3
 
 
 def tesseract_words(image: Image.Image, *, psm: int, upscale: int = UPSCALE) -> list[OcrWord]:
@@ -90,6 +103,27 @@ def contrast_image(image: Image.Image) -> Image.Image:
     return Image.fromarray((255 - ink).astype(np.uint8))
 
 
+def strokes_removed(image: Image.Image) -> Image.Image:
+    """`image` (dark ink on white) with long thin horizontal strokes painted over.
+
+    A stroke is ink (below `_INK_LEVEL`) in a horizontal run of at least `_STROKE_LENGTH` px
+    that is at most `_STROKE_THICKNESS` px tall; thicker runs (bars, filled shapes) stay. Each
+    stroke pixel takes the lighter of the nearest non-stroke pixels above and below it, so a
+    glyph stem the stroke crossed stays whole while the gaps between letters turn white."""
+    pixels = np.asarray(image.convert("L"))
+    ink = pixels < _INK_LEVEL
+    long_runs = ndimage.binary_opening(ink, structure=np.ones((1, _STROKE_LENGTH), bool))
+    thick = ndimage.binary_opening(long_runs, structure=np.ones((_STROKE_THICKNESS + 1, 1), bool))
+    stroke = long_runs & ~thick
+    above, below = pixels.copy(), pixels.copy()
+    for _ in range(_STROKE_THICKNESS):
+        above[1:][stroke[1:]] = above[:-1][stroke[1:]]
+        below[:-1][stroke[:-1]] = below[1:][stroke[:-1]]
+    cleaned = pixels.copy()
+    cleaned[stroke] = np.maximum(above, below)[stroke]
+    return Image.fromarray(cleaned)
+
+
 def plausible_word(word: OcrWord) -> bool:
     """False for readings that are shapes rather than text (see the module notes)."""
     if word.confidence < MIN_CONFIDENCE or word.box.height < MIN_HEIGHT:
@@ -104,12 +138,16 @@ def plausible_word(word: OcrWord) -> bool:
     return True
 
 
-def _overlap(a: Box, b: Box) -> bool:
-    width = min(a.x + a.width, b.x + b.width) - max(a.x, b.x)
-    height = min(a.y + a.height, b.y + b.height) - max(a.y, b.y)
+def _same_word(a: OcrWord, b: OcrWord) -> bool:
+    box_a, box_b = a.box, b.box
+    width = min(box_a.x + box_a.width, box_b.x + box_b.width) - max(box_a.x, box_b.x)
+    height = min(box_a.y + box_a.height, box_b.y + box_b.height) - max(box_a.y, box_b.y)
     if width <= 0 or height <= 0:
         return False
-    return 2 * width * height >= min(a.width * a.height, b.width * b.height)
+    if normalise_word(a.text) == normalise_word(b.text):
+        return True
+    area_a, area_b = box_a.width * box_a.height, box_b.width * box_b.height
+    return 2 * width * height >= min(area_a, area_b)
 
 
 def _groups(readings: Sequence[Sequence[OcrWord]]) -> list[list[tuple[int, OcrWord]]]:
@@ -125,7 +163,7 @@ def _groups(readings: Sequence[Sequence[OcrWord]]) -> list[list[tuple[int, OcrWo
     for i, (pass_i, word_i) in enumerate(items):
         for j in range(i + 1, len(items)):
             pass_j, word_j = items[j]
-            if pass_i != pass_j and _overlap(word_i.box, word_j.box):
+            if pass_i != pass_j and _same_word(word_i, word_j):
                 parent[root(i)] = root(j)
     groups: dict[int, list[tuple[int, OcrWord]]] = {}
     for i, item in enumerate(items):
@@ -154,5 +192,6 @@ def merge_readings(readings: Sequence[Sequence[OcrWord]]) -> list[OcrWord]:
 def multipass_words(image: Image.Image) -> list[OcrWord]:
     """The merged `grey` and `contrast` readings of a screenshot (see the module notes)."""
     grey = [w for w in tesseract_words(image.convert("L"), psm=3) if plausible_word(w)]
-    contrast = [w for w in tesseract_words(contrast_image(image), psm=11) if plausible_word(w)]
+    cleaned = strokes_removed(contrast_image(image))
+    contrast = [w for w in tesseract_words(cleaned, psm=11) if plausible_word(w)]
     return merge_readings([grey, contrast])
