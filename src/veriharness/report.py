@@ -34,16 +34,16 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import matplotlib
+import pandas as pd
+from PIL import Image
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from veriharness.hashing import sha256_file  # noqa: E402
-from veriharness.trace_reading import (  # noqa: E402
+from veriharness.hashing import sha256_file
+from veriharness.report_plots import (
+    plot_capability_tags,
+    plot_cost_vs_fidelity,
+    plot_metrics_by_condition,
+)
+from veriharness.trace_reading import (
     MLLM_TOOL,
     TraceCall,
     callmllm_uses,
@@ -55,9 +55,6 @@ from veriharness.trace_reading import (  # noqa: E402
 )
 
 __all__ = [
-    "plot_metrics_by_condition",
-    "plot_cost_vs_fidelity",
-    "plot_capability_tags",
     "PageJob",
     "run_page",
     "write_report",
@@ -88,106 +85,6 @@ def _esc(value: Any) -> str:
 
 def _cut(text: str, limit: int = _TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + f"…[{len(text)} chars]"
-
-
-def _save(fig: plt.Figure, path: Path, caption: str) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    path.with_suffix(".rst").write_text(caption + "\n", encoding="utf-8")
-    return path
-
-
-# --- plots ---------------------------------------------------------------------------------------
-
-
-def _metric_columns(runs: pd.DataFrame) -> list[str]:
-    return sorted(c for c in runs.columns if c.startswith("metric_"))
-
-
-def _grid(panels: int, height: float, columns: int = 3) -> tuple[plt.Figure, list[plt.Axes]]:
-    """Panels in rows of `columns`, unused cells hidden; axes in reading order."""
-    cols = min(columns, panels)
-    rows = -(-panels // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, height * rows), squeeze=False)
-    axes = list(grid.flat)
-    for spare in axes[panels:]:
-        spare.set_visible(False)
-    fig.set_layout_engine("tight")
-    return fig, axes[:panels]
-
-
-def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
-    metrics = _metric_columns(runs) or ["cost_usd"]
-    conditions = sorted(runs["condition"].unique())
-    fig, axes = _grid(len(metrics), height=3.4)
-    for ax, metric in zip(axes, metrics, strict=False):
-        values = runs[["condition", "task", metric]].dropna()
-        per_task = values.groupby(["task", "condition"])[metric].mean().unstack()
-        for _, row in per_task.reindex(columns=conditions).iterrows():
-            ax.plot(
-                range(len(conditions)),
-                row.to_numpy(float, na_value=np.nan),
-                color="0.6",
-                lw=0.8,
-                marker="o",
-                ms=3,
-            )
-        means = values.groupby("condition")[metric].mean().reindex(conditions)
-        ax.plot(
-            range(len(conditions)),
-            means.to_numpy(float, na_value=np.nan),
-            "D",
-            color="C3",
-            ms=8,
-            label="mean",
-        )
-        ax.set_xticks(range(len(conditions)), conditions, rotation=20)
-        ax.set_title(metric.removeprefix("metric_"))
-    axes[0].legend(fontsize=8)
-    return _save(
-        fig,
-        path,
-        "Each metric by condition. Grey lines join the same task (mean over "
-        "replicates) across conditions; red diamonds are condition means. Runs without "
-        "a value are left out.",
-    )
-
-
-def plot_cost_vs_fidelity(runs: pd.DataFrame, path: Path) -> Path:
-    metrics = _metric_columns(runs) or ["turns"]
-    fig, axes = _grid(len(metrics), height=3.2)
-    for ax, metric in zip(axes, metrics, strict=False):
-        for i, (condition, group) in enumerate(runs.groupby("condition")):
-            data = group[["cost_usd", metric]].dropna()
-            ax.scatter(data["cost_usd"], data[metric], s=10, color=f"C{i}", label=condition)
-        ax.set_xlabel("agent cost (USD)")
-        ax.set_title(metric.removeprefix("metric_"))
-    axes[0].legend(fontsize=8)
-    return _save(
-        fig,
-        path,
-        "Agent cost against each fidelity metric, one point per run, coloured by condition.",
-    )
-
-
-def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> Path:
-    started = runs[~runs["status"].isin(["missing", "not_started"])]
-    per_condition = started.groupby("condition").size()
-    counts = tags.groupby(["tag", "condition"]).size().unstack(fill_value=0)
-    counts = counts.reindex(columns=per_condition.index, fill_value=0)
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(counts) + 2), 3.4))
-    if counts.empty:
-        ax.text(0.5, 0.5, "no CallMLLM calls", ha="center", transform=ax.transAxes)
-    else:
-        (counts / per_condition).plot.bar(ax=ax)
-        ax.set_ylabel("declared per started run")
-    return _save(
-        fig,
-        path,
-        "Capability tags declared on CallMLLM calls, per started run of each "
-        "condition (a call with two tags counts once for each).",
-    )
 
 
 # --- images: copied once, never decoded -----------------------------------------------------------
