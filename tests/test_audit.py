@@ -4,13 +4,12 @@ render verb in Chromium and audited by the real score verb (boundary)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from support.cli import veriharness
 from veriharness.audit import FLAGS, AuditThresholds, audit_run
 from veriharness.metrics.inputs import DomFacts, RenderInfo
 from veriharness.ocr import Box, OcrWord
@@ -167,15 +166,7 @@ def _banner(path: Path) -> None:
     image.save(path)
 
 
-def _veriharness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=ROOT,
-    )
+_veriharness = veriharness
 
 
 def test_rendered_pages_through_the_real_render_and_score_verbs(tmp_path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from support.cli import veriharness
 from support.synthetic_runs import write_experiment
 from veriharness import compare
 
@@ -35,10 +34,7 @@ def _runs(rows: list[tuple[str, str, int, float | None, float]]) -> pd.DataFrame
     )
 
 
-def _cmd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", *args], capture_output=True, text=True, cwd=ROOT
-    )
+_cmd = veriharness
 
 
 def test_differences_are_paired_by_task_and_replicate_and_missing_values_excluded() -> None:

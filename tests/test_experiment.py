@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,13 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support.cli import veriharness
 from test_config import git, make_project
 from veriharness.offline import OFFLINE_AGENT_MODEL
 
 
 def vh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "veriharness", *args], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, check=False, timeout=120)
+    return veriharness(*args, cwd=None, env=env, timeout=120)
 
 
 def check(root: Path, *extra: str, config: str = "config/config.yaml",

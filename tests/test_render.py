@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from support.cli import veriharness
 from veriharness.hashing import sha256_file
 from veriharness.render import (
     BatchItem,
@@ -25,15 +25,8 @@ from veriharness.render import (
 from veriharness.render_dom import DomRecord, RenderRecord
 
 
-def _veriharness(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-        check=False,
-    )
+def _veriharness(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return veriharness(*args, cwd=cwd, timeout=180)
 
 
 def _reference(path: Path, width: int, height: int) -> Path:

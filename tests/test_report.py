@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
+from support.cli import veriharness
 from support.synthetic_runs import write_experiment, write_repeated_calls
 from veriharness.tools import find_chromium
 
@@ -22,10 +21,7 @@ FAULTS = {
 }
 
 
-def _cmd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", *args], capture_output=True, text=True, cwd=ROOT
-    )
+_cmd = veriharness
 
 
 @pytest.fixture(scope="module")

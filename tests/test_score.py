@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.cli import veriharness
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(
@@ -25,17 +25,6 @@ BLOCK_METRICS = ("block_match", "text_similarity", "position", "color")
 # "Yearly -20%" on a white toggle inside a dark bar on pricing-table (0.9899), "A person" read
 # as one word on settings-page (0.9787).
 OCR_F1_FLOOR = {"pricing-table": 0.989, "settings-page": 0.978}
-
-
-def veriharness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=ROOT,
-    )
 
 
 def _run_folder(base: Path, name: str, task: str, html: str | None) -> dict[str, str]:

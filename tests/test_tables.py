@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
 from veriharness import cli, tables, trace_reading
 from veriharness.table_columns import TABLES, schema_markdown
@@ -32,12 +33,7 @@ FAULTS = {
 
 
 def _collect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "veriharness", "collect", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    return veriharness("collect", *args)
 
 
 @pytest.fixture(scope="module")
