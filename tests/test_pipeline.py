@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import uuid
 import zipfile
 from pathlib import Path
@@ -176,6 +178,37 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, proje
     record = json.loads((experiment / "experiment.json").read_text())
     assert record["provenance"]["uncommitted_changes"] is True
     assert "config/extra.yaml" in json.dumps(record["provenance"]["git_dirty_files"])
+
+
+def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
+    finished: Path, project: Path
+) -> None:
+    extra = "experiment: interrupted\nallow_uncommitted: true\n"
+    (project / "config" / "extra.yaml").write_text(extra)
+    command = [sys.executable, "-m", "snakemake", "all", "--cores", "2", "--resources",
+               "agent_sessions=1", "--configfile", "config/test.yaml", "config/extra.yaml"]
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    experiment = project / "results" / "interrupted"
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        # A render that has started means its run's session job is complete for Snakemake.
+        while not list(experiment.glob("*/*/r1/render/render.json")):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=120)
+    completed = {p.parent.parent for p in experiment.glob("*/*/r1/render/render.json")}
+    stamps = {run: (run / "outcome.json").stat().st_mtime_ns for run in completed}
+    planned = _planned_agent_jobs(snakemake(project, "-n", "all", extra_config=extra))
+    assert 1 <= planned <= 4 - len(completed)
+    assert snakemake(project, "--cores", "2", "all", extra_config=extra).returncode == 0
+    for run, stamp in stamps.items():
+        assert (run / "outcome.json").stat().st_mtime_ns == stamp, f"{run} was run again"
+    assert len(pd.read_csv(experiment / "tables" / "runs.csv").query("status == 'ok'")) == 4
 
 
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
