@@ -178,3 +178,35 @@ def test_a_crashing_cli_is_a_recorded_failure(tmp_path: Path) -> None:
     outcome = run_session(plan)
     assert outcome.status == "failed" and outcome.exit_code == 3
     assert "boom" in (plan.run_dir / "claude_stderr.log").read_text()
+
+
+def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
+    """SIGTERM or SIGINT to `veriharness run-agent` ends the claude process group it started."""
+    import signal
+    import subprocess
+    import sys
+
+    child_pid = tmp_path / "child.pid"
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        f"echo $$ > {child_pid}\n"
+        "sleep 300\n",
+    )
+    plan = _plan(tmp_path, claude)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(plan.model_dump_json())
+    code = (
+        "import sys; from veriharness.agent import SessionPlan, run_session, _interrupt; "
+        "import signal; signal.signal(signal.SIGTERM, _interrupt); "
+        "run_session(SessionPlan.model_validate_json(open(sys.argv[1]).read()))"
+    )
+    job = subprocess.Popen([sys.executable, "-c", code, str(plan_file)])
+    deadline = time.monotonic() + 30
+    while not child_pid.exists():
+        assert time.monotonic() < deadline and job.poll() is None
+        time.sleep(0.1)
+    job.send_signal(signal.SIGTERM)
+    job.wait(timeout=30)
+    assert job.returncode != 0
+    assert not _running(int(child_pid.read_text())), "the session outlived its job"

@@ -201,6 +201,7 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
         process.wait(timeout=120)
+    assert not _sessions_alive(experiment), "an interrupted job left its claude session running"
     completed = {p.parent.parent for p in experiment.glob("*/*/r1/render/render.json")}
     stamps = {run: (run / "outcome.json").stat().st_mtime_ns for run in completed}
     planned = _planned_agent_jobs(snakemake(project, "-n", "all", extra_config=extra))
@@ -209,6 +210,24 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
     for run, stamp in stamps.items():
         assert (run / "outcome.json").stat().st_mtime_ns == stamp, f"{run} was run again"
     assert len(pd.read_csv(experiment / "tables" / "runs.csv").query("status == 'ok'")) == 4
+
+
+def _sessions_alive(experiment: Path) -> list[str]:
+    """Command lines of live processes that belong to this experiment's sessions (after a
+    short grace period for them to end)."""
+    for _ in range(50):
+        alive = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(experiment) in text and "claude" in text and "snakemake" not in text:
+                alive.append(text)
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return alive
 
 
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:

@@ -319,6 +319,11 @@ def _run_process(
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(process)
+        except BaseException:
+            # Interrupted (Ctrl-C, Snakemake stopping its jobs): the session runs in its own
+            # process group, so it would outlive this job, and keep spending, unless ended here.
+            _kill_group(process)
+            raise
         pump.join(timeout=_KILL_GRACE_SECONDS)
     return process.returncode, timed_out
 
@@ -390,8 +395,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-dir", required=True, type=Path, help="the task's folder")
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args: argparse.Namespace) -> int:
     from veriharness.config import load_config
+
+    signal.signal(signal.SIGTERM, _interrupt)  # end the session too, as for Ctrl-C
 
     config = load_config(args.config)
     outcome = run_session(plan_session(config, args.run_dir, args.task_dir))
