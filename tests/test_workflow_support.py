@@ -67,3 +67,13 @@ def test_an_experiment_record_given_as_config_is_unwrapped() -> None:
     config = {"kind": "experiment_record", "config": {"experiment": "old"}, "experiment": "new"}
     unwrap_experiment_record(config)
     assert config == {"experiment": "old"}
+
+
+def test_the_rerun_digest_follows_the_records_identity_rule() -> None:
+    from veriharness.workflow_support import identity_settings_digest
+
+    base = {"agent": {"model": "claude-sonnet-4-5", "endpoint": "anthropic"}}
+    key_moved = {"agent": {**base["agent"], "api_key_env": "OTHER_KEY"}}
+    longer = {"agent": {**base["agent"], "max_turns": 41}}
+    assert identity_settings_digest(key_moved) == identity_settings_digest(base)
+    assert identity_settings_digest(longer) != identity_settings_digest(base)

@@ -89,6 +89,11 @@ class AgentSettings(_Strict):
     )
     tool_search: bool = False
 
+    def identity(self) -> dict[str, Any]:
+        """The settings that define a run: all but the key's variable name, which only says
+        where the key is read from."""
+        return self.model_dump(mode="json", exclude={"api_key_env"})
+
     @field_validator("model")
     @classmethod
     def _not_placeholder(cls, value: str) -> str:

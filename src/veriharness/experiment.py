@@ -168,7 +168,7 @@ def load_definition(
 
 def shared_identity(defn: Definition) -> dict[str, Any]:
     """The hashed inputs every cell of the experiment shares."""
-    agent = defn.config.agent.model_dump(mode="json", exclude={"api_key_env"})
+    agent = defn.config.agent.identity()
     return {
         "agent": agent,
         "model_catalog": {

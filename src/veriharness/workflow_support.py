@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from veriharness.config import AgentSettings
 from veriharness.hashing import sha256_json
 
 __all__ = [
@@ -144,10 +145,9 @@ def effective_config_path(experiment_dir: str) -> str:
 
 
 def identity_settings_digest(config: dict[str, Any]) -> str:
-    """A digest of the config values (not files) that define a run: a change reruns its
-    sessions through Snakemake's params trigger. Execution settings are left out on purpose."""
-    agent = dict(config["agent"])
-    return sha256_json({"agent": agent, "experiment": config["experiment"]})
+    """A digest of the config values (not files) that define a run, by the same rule the run
+    record hashes them: a change reruns its sessions through Snakemake's params trigger."""
+    return sha256_json({"agent": AgentSettings(**config["agent"]).identity()})
 
 
 def write_effective_config(
