@@ -71,6 +71,10 @@ def is_placeholder_model(name: str) -> bool:
     return text in _PLACEHOLDER_MODELS or (text.startswith("<") and text.endswith(">"))
 
 
+def _repeated(values: tuple[str, ...]) -> list[str]:
+    return sorted({v for v in values if values.count(v) > 1})
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -163,8 +167,7 @@ class ExperimentConfig(_Strict):
     def _conditions_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
             raise ValueError("conditions must list at least one condition id")
-        repeated = sorted({c for c in value if value.count(c) > 1})
-        if repeated:
+        if repeated := _repeated(value):
             raise ValueError(f"conditions lists {repeated} more than once")
         return value
 
@@ -174,8 +177,7 @@ class ExperimentConfig(_Strict):
         if isinstance(value, tuple):
             if not value:
                 raise ValueError("tasks must be 'all' or a non-empty list of task ids")
-            repeated = sorted({t for t in value if value.count(t) > 1})
-            if repeated:
+            if repeated := _repeated(value):
                 raise ValueError(f"tasks lists {repeated} more than once")
         return value
 
