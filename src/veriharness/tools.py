@@ -10,6 +10,7 @@ import argparse
 import os
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 
 __all__ = [
@@ -67,6 +68,7 @@ def find_claude(explicit: str | None = None) -> Path:
     return path.resolve()
 
 
+@cache  # one process asks once: finding the CLI checks its version, and records repeat it
 def claude_version(path: Path) -> str:
     out = subprocess.run(
         [str(path), "--version"], capture_output=True, text=True, timeout=60, check=False
