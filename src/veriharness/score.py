@@ -32,7 +32,7 @@ from veriharness.metrics.blocks import MIN_TEXT_RATIO, block_scores
 from veriharness.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
 from veriharness.metrics.ocrwords import OCR_VERSION, cached_ocr_words
 from veriharness.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
-from veriharness.metrics.text import word_scores
+from veriharness.metrics.text import ocr_word_scores
 from veriharness.ocr import OcrWord
 
 __all__ = [
@@ -107,7 +107,7 @@ def _f1_ceiling(task_dir: Path, reference_words: list[OcrWord]) -> float | None:
     reference = load_model(path, DomFacts)
     vw, vh = reference.viewport.width, reference.viewport.height
     texts = [t.text for t in reference.texts if in_viewport(t, vw, vh)]
-    return word_scores(texts, [w.text for w in reference_words]).f1
+    return ocr_word_scores(texts, [w.text for w in reference_words])[0].f1
 
 
 def _block_metrics(task_dir: Path, dom: DomFacts) -> tuple[dict[str, float | None], Any]:
@@ -167,7 +167,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     values.update(pixels)
     vw, vh = dom.viewport.width, dom.viewport.height
     visible = [t.text for t in dom.texts if in_viewport(t, vw, vh)]
-    words = word_scores(visible, [w.text for w in reference_words])
+    words, glued = ocr_word_scores(visible, [w.text for w in reference_words])
     values["ocr_word_precision"] = words.precision
     values["ocr_word_recall"] = words.recall
     values["ocr_word_f1"] = words.f1
@@ -175,6 +175,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         "matched": words.matched,
         "answer_dom_words": words.answer_words,
         "reference_ocr_words": words.reference_words,
+        "glued_words_split": [{"ocr": g.word, "answer": list(g.parts)} for g in glued],
         "ocr": OCR_VERSION,
         "f1_ceiling": _f1_ceiling(job.task_dir, reference_words),
     }

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+from scipy import ndimage
 
 from veriharness.metrics.ocrpasses import (
     MIN_CONFIDENCE,
     contrast_image,
+    flat_panels,
     merge_readings,
+    panel_contrast_image,
     plausible_word,
     strokes_removed,
     tesseract_words,
@@ -28,6 +31,7 @@ from veriharness.metrics.text import words_of
 from veriharness.ocr import Box, OcrWord
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 
 
 def _sign(path: Path) -> Path:
@@ -168,6 +172,56 @@ def test_struck_through_words_are_read() -> None:
     image = _struck_through()
     assert "domains" not in words_of(w.text for w in tesseract_words(contrast_image(image), psm=11))
     assert sorted(words_of(w.text for w in reference_ocr_words(image))) == ["custom", "domains"]
+
+
+def _toggle() -> Image.Image:
+    """A billing switch: a dark bar holding a grey label and a small white pill with dark and
+    green text, as on the pricing-table task."""
+    image = Image.new("RGB", (420, 90), (15, 23, 42))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((60, 22, 340, 66), radius=22, fill=(30, 41, 59))
+    draw.text((84, 36), "Monthly", font=ImageFont.truetype(FONT, 14), fill=(148, 163, 184))
+    draw.rounded_rectangle((186, 26, 336, 62), radius=18, fill="white")
+    draw.text((206, 36), "Yearly", font=ImageFont.truetype(BOLD, 14), fill=(15, 23, 42))
+    draw.text((270, 38), "-20%", font=ImageFont.truetype(BOLD, 12), fill=(22, 163, 74))
+    return image
+
+
+def _sparse_reading(ink: Image.Image) -> list[str]:
+    return words_of(
+        w.text for w in tesseract_words(strokes_removed(ink), psm=11) if plausible_word(w)
+    )
+
+
+def test_flat_panels_are_the_large_single_colour_areas_not_glyphs() -> None:
+    panels = flat_panels(_toggle())
+    labels, count = ndimage.label(panels)
+    assert count == 3  # page, bar, pill
+    assert len({labels[5, 5], labels[44, 70], labels[58, 300]}) == 3
+    assert not panels[44, 250]  # inside "Yearly"
+    assert (~panels[36:52, 206:262]).sum() > 100  # the glyphs belong to no panel
+
+
+def test_text_on_a_small_light_panel_inside_a_dark_one_is_read_by_the_panel_reading() -> None:
+    image = _toggle()
+    # The median background of a small white pill in a dark bar is dark, so the whole pill
+    # turns to ink and its text is lost in the contrast reading.
+    assert "yearly" not in _sparse_reading(contrast_image(image))
+    assert {"yearly", "20"} <= set(_sparse_reading(panel_contrast_image(image)))
+    assert sorted(words_of(w.text for w in reference_ocr_words(image))) == [
+        "20",
+        "monthly",
+        "yearly",
+    ]
+
+
+def test_the_panel_reading_falls_back_to_the_median_far_from_any_panel() -> None:
+    noise = np.random.default_rng(7).integers(0, 256, (80, 80, 3), dtype=np.uint8)
+    image = Image.fromarray(noise)
+    assert not flat_panels(image).any()
+    assert np.array_equal(
+        np.asarray(panel_contrast_image(image)), np.asarray(contrast_image(image))
+    )
 
 
 def test_the_same_text_in_slightly_overlapping_boxes_is_one_word() -> None:
