@@ -132,6 +132,18 @@ def test_tables_comparison_and_report(finished: Path) -> None:
         assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
 
 
+def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:
+    calls = pd.read_parquet(finished / "tables" / "mllm_calls.parquet")
+    uses = pd.read_parquet(finished / "tables" / "agent_tool_calls.parquet")
+    assert len(calls) >= 4
+    assert set(calls["tool_use_link"]) == {"tool_use_id"}
+    # The recorded id is the one in the transcript's tool use, in the same run.
+    mllm_uses = uses[uses["tool"] == "mcp__mllm__call"]
+    keys = ["condition", "task", "replicate", "tool_use_id"]
+    linked = calls.merge(mllm_uses, on=keys, how="left", indicator=True)
+    assert (linked["_merge"] == "both").all(), linked[keys]
+
+
 def test_snakemake_report_holds_the_tables_renders_and_run_pages(
     finished: Path, project: Path
 ) -> None:

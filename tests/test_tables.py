@@ -288,6 +288,18 @@ def test_a_tool_use_id_recorded_in_the_trace_wins_over_order() -> None:
     assert errors and "2 mcp__mllm__call tool use(s) but mllm_trace.jsonl has 3" in errors[0]
 
 
+def test_a_recorded_tool_use_id_the_transcript_lacks_is_named() -> None:
+    uses = [trace_reading.ToolUse("toolu_a", "x")]
+    calls = [trace_reading.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_z"})]
+    errors: list[str] = []
+    links = trace_reading.link_calls(uses, calls, errors)
+    assert links == [trace_reading.CallLink("toolu_z", "tool_use_id_unknown")]
+    assert errors == [
+        "mllm_trace.jsonl: call c1 records tool_use_id 'toolu_z', which no mcp__mllm__call "
+        "tool use of transcript.jsonl has"
+    ]
+
+
 def test_a_malformed_expected_file_names_the_field_and_value(tmp_path) -> None:
     exp = write_experiment(tmp_path / "results", tasks=1)
     bad = tmp_path / "expected.json"

@@ -151,8 +151,9 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
         "tool_use_link",
         "string",
         "derived:tool_use_link",
-        "how tool_use_id was found: tool_use_id (recorded in the trace), order, "
-        "order_instruction_differs, or unmatched; null when the transcript is unreadable",
+        "how tool_use_id was found: tool_use_id (recorded in the trace), tool_use_id_unknown "
+        "(recorded, but absent from the transcript), order, order_instruction_differs, or "
+        "unmatched; null when the transcript is unreadable",
     ),
     Column(
         "outcome",

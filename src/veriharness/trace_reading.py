@@ -7,8 +7,10 @@ Design notes:
   raises; the value becomes null and the problem is appended to the run's error list, which
   `collect` writes out as `read_errors`. Nothing read is dropped silently.
 - Linking CallMLLM tool uses to trace calls. The mllm server writes the trace; the agent writes
-  the transcript. If a trace event carries the agent's ``tool_use_id``, that id is used. The
-  server in this version does not record it, so otherwise the link is by order: the k-th
+  the transcript. Claude Code sends its tool-use id with each MCP call and the server records it
+  as ``tool_use_id``; a recorded id is used when the transcript has a CallMLLM tool use with that
+  id, and is named in the run's errors (link ``tool_use_id_unknown``) when it has none. A trace
+  without ids (an older trace, or a client that does not send them) is linked by order: the k-th
   ``mcp__mllm__call`` tool use of the transcript belongs to the k-th call of the trace (calls in
   trace order of their first event, which is ``mllm_call_started`` or, for a request refused
   before the model call, ``mllm_call_rejected``). A session's calls reach the server one after
@@ -101,7 +103,7 @@ class CallLink(NamedTuple):
     """Which tool use a trace call answers, and how that was decided."""
 
     tool_use_id: str | None
-    how: str  # tool_use_id | order | order_instruction_differs | unmatched
+    how: str  # tool_use_id | tool_use_id_unknown | order | order_instruction_differs | unmatched
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -349,10 +351,17 @@ def mllm_call_rows(path: Path, errors: list[str]) -> list[dict[str, Any]] | None
 def link_calls(uses: list[ToolUse], calls: list[TraceCall], errors: list[str]) -> list[CallLink]:
     """For each trace call, the CallMLLM tool use it answers (see the module notes)."""
     links: list[CallLink] = []
+    known = {use.tool_use_id for use in uses}
     for k, call in enumerate(calls):
         recorded = call.recorded_tool_use_id
-        if recorded is not None:
+        if recorded is not None and recorded in known:
             links.append(CallLink(recorded, "tool_use_id"))
+        elif recorded is not None:
+            links.append(CallLink(recorded, "tool_use_id_unknown"))
+            errors.append(
+                f"mllm_trace.jsonl: call {call.call_id} records tool_use_id {recorded!r}, which "
+                f"no {MLLM_TOOL} tool use of transcript.jsonl has"
+            )
         elif k >= len(uses):
             links.append(CallLink(None, "unmatched"))
         elif uses[k].instruction == call.request.get("instruction"):
@@ -362,7 +371,8 @@ def link_calls(uses: list[ToolUse], calls: list[TraceCall], errors: list[str]) -
     if len(uses) != len(calls):
         errors.append(
             f"transcript.jsonl has {len(uses)} {MLLM_TOOL} tool use(s) but mllm_trace.jsonl "
-            f"has {len(calls)} call(s); calls are linked to tool uses by order"
+            f"has {len(calls)} call(s); calls without a recorded tool_use_id are linked to tool "
+            "uses by order"
         )
     differs = [calls[k].call_id for k, link in enumerate(links) if link.how.endswith("differs")]
     if differs:
