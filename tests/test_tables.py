@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
-from veriharness import cli, tables, trace_reading
+from veriharness import call_records, cli, tables
 from veriharness.table_columns import TABLES, schema_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,28 +272,28 @@ def test_a_doubtful_link_is_marked_and_named_in_read_errors(tmp_path) -> None:
 
 
 def test_a_tool_use_id_recorded_in_the_trace_wins_over_order() -> None:
-    uses = [trace_reading.ToolUse("toolu_a", "x"), trace_reading.ToolUse("toolu_b", "x")]
+    uses = [call_records.ToolUse("toolu_a", "x"), call_records.ToolUse("toolu_b", "x")]
     calls = [
-        trace_reading.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_b"}),
-        trace_reading.TraceCall("c2", started={"instruction": "x", "tool_use_id": "toolu_a"}),
-        trace_reading.TraceCall("c3", end={"event": "mllm_call_rejected", "request": {}}),
+        call_records.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_b"}),
+        call_records.TraceCall("c2", started={"instruction": "x", "tool_use_id": "toolu_a"}),
+        call_records.TraceCall("c3", end={"event": "mllm_call_rejected", "request": {}}),
     ]
     errors: list[str] = []
-    links = trace_reading.link_calls(uses, calls, errors)
+    links = call_records.link_calls(uses, calls, errors)
     assert links == [
-        trace_reading.CallLink("toolu_b", "tool_use_id"),
-        trace_reading.CallLink("toolu_a", "tool_use_id"),
-        trace_reading.CallLink(None, "unmatched"),
+        call_records.CallLink("toolu_b", "tool_use_id"),
+        call_records.CallLink("toolu_a", "tool_use_id"),
+        call_records.CallLink(None, "unmatched"),
     ]
     assert errors and "2 mcp__mllm__call tool use(s) but mllm_trace.jsonl has 3" in errors[0]
 
 
 def test_a_recorded_tool_use_id_the_transcript_lacks_is_named() -> None:
-    uses = [trace_reading.ToolUse("toolu_a", "x")]
-    calls = [trace_reading.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_z"})]
+    uses = [call_records.ToolUse("toolu_a", "x")]
+    calls = [call_records.TraceCall("c1", started={"instruction": "x", "tool_use_id": "toolu_z"})]
     errors: list[str] = []
-    links = trace_reading.link_calls(uses, calls, errors)
-    assert links == [trace_reading.CallLink("toolu_z", "tool_use_id_unknown")]
+    links = call_records.link_calls(uses, calls, errors)
+    assert links == [call_records.CallLink("toolu_z", "tool_use_id_unknown")]
     assert errors == [
         "mllm_trace.jsonl: call c1 records tool_use_id 'toolu_z', which no mcp__mllm__call "
         "tool use of transcript.jsonl has"
@@ -342,7 +342,7 @@ def test_docs_embed_the_declared_schema() -> None:
     )
 )
 def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
-    text = trace_reading.summarize_input(value)
+    text = call_records.summarize_input(value)
     full = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if "…[" not in text:
         assert text == full
@@ -352,7 +352,15 @@ def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
 def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
     import importlib
 
-    for name in ("tables", "trace_reading", "table_columns", "compare", "report"):
+    for name in (
+        "tables",
+        "trace_reading",
+        "call_records",
+        "run_files",
+        "table_columns",
+        "compare",
+        "report",
+    ):
         module = importlib.import_module(f"veriharness.{name}")
         assert [n for n in module.__all__ if not hasattr(module, n)] == [], name
     probe = (
@@ -364,6 +372,8 @@ def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
     ).stdout
     assert json.loads(loaded.replace("'", '"')) == [
         "veriharness",
+        "veriharness.call_records",
+        "veriharness.run_files",
         "veriharness.table_columns",
         "veriharness.trace_reading",
     ]

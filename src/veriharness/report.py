@@ -17,7 +17,7 @@ Design notes:
   each input file; the task's reference.png and the files kept under answer/ are the only
   candidates (the workspace itself is gone). An input that matches none of them is listed as not
   available, with its path and digest.
-- A call is shown under the tool use it answers, linked as `trace_reading.link_calls` does for the
+- A call is shown under the tool use it answers, linked as `call_records.link_calls` does for the
   tables (recorded tool_use_id, else order); a doubtful link is said on the page, and a trace call
   linked to no tool use is listed after the steps rather than left out.
 """
@@ -37,22 +37,21 @@ from typing import Any, NamedTuple
 import pandas as pd
 from PIL import Image
 
+from veriharness.call_records import (
+    MLLM_TOOL,
+    TraceCall,
+    callmllm_uses,
+    group_trace,
+    link_calls,
+    message_blocks,
+)
 from veriharness.hashing import sha256_file
 from veriharness.report_plots import (
     plot_capability_tags,
     plot_cost_vs_fidelity,
     plot_metrics_by_condition,
 )
-from veriharness.trace_reading import (
-    MLLM_TOOL,
-    TraceCall,
-    callmllm_uses,
-    group_trace,
-    link_calls,
-    load_json,
-    message_blocks,
-    read_jsonl,
-)
+from veriharness.run_files import load_json, read_jsonl
 
 __all__ = [
     "PageJob",

@@ -1,0 +1,83 @@
+"""Defensive readers for the JSON files of a run folder.
+
+A missing file, a line that is not JSON or a value of the wrong type never raises: the reader
+returns None (or skips the line) and appends the problem, naming the file, to the caller's error
+list. `collect` writes that list out as `read_errors`, so nothing read is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load_json", "read_jsonl", "typed_value"]
+
+
+def load_json(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None with the problem appended to `errors`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        errors.append(f"{name}: absent")
+        return None
+    except OSError as exc:
+        errors.append(f"{name}: unreadable ({exc.strerror})")
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        errors.append(f"{name}: invalid JSON ({exc})")
+        return None
+    if not isinstance(data, dict):
+        errors.append(f"{name}: expected a JSON object, got {type(data).__name__}")
+        return None
+    return data
+
+
+def read_jsonl(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]] | None:
+    """The object lines of a JSON-lines file; a bad line is reported and skipped, not fatal."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        errors.append(f"{name}: absent")
+        return None
+    except OSError as exc:
+        errors.append(f"{name}: unreadable ({exc.strerror})")
+        return None
+    events: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            bad.append(number)
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            bad.append(number)
+    if bad:
+        shown = ", ".join(map(str, bad))
+        errors.append(f"{name}: {len(bad)} line(s) not a JSON object (line {shown})")
+    return events
+
+
+def typed_value(value: Any, dtype: str, where: str, errors: list[str]) -> Any:
+    """`value` if it fits `dtype`, else None with the mismatch named in `errors`."""
+    if value is None:
+        return None
+    ok = {
+        "string": isinstance(value, str),
+        "Int64": isinstance(value, int) and not isinstance(value, bool),
+        "Float64": isinstance(value, int | float) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+    }.get(dtype, True)
+    if dtype == "Int64" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not ok:
+        errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
+        return None
+    return value
