@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
-from veriharness import call_records, cli, tables
+from veriharness import call_records, cli, experiment_runs, tables, trace_reading
 from veriharness.table_columns import TABLES, schema_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,15 +316,15 @@ def test_experiment_json_matrix_is_used_when_present(tmp_path) -> None:
     )
     matrix = {"conditions": ["base", "treat"], "tasks": ["task-000", "task-001"], "replicates": 1}
     (exp.exp_dir / "experiment.json").write_text(json.dumps({"matrix": matrix}))
-    extraction = tables.collect_runs(exp.exp_dir)
-    assert extraction.missing == [tables.RunKey("base", "task-001", 1)]
+    extraction = experiment_runs.collect_runs(exp.exp_dir)
+    assert extraction.missing == [trace_reading.RunKey("base", "task-001", 1)]
     assert len(tables.runs_df(extraction)) == 4
 
 
 def test_parallel_and_serial_collection_give_the_same_tables(tmp_path) -> None:
     exp = write_experiment(tmp_path / "results", tasks=110, replicates=1, seed=3)
-    serial = tables.collect_tables(tables.collect_runs(exp.exp_dir, jobs=1))
-    parallel = tables.collect_tables(tables.collect_runs(exp.exp_dir, jobs=2))
+    serial = tables.collect_tables(experiment_runs.collect_runs(exp.exp_dir, jobs=1))
+    parallel = tables.collect_tables(experiment_runs.collect_runs(exp.exp_dir, jobs=2))
     assert len(serial.runs) == 220
     for name in ("runs", "agent_tool_calls", "mllm_calls", "capability_combinations"):
         pd.testing.assert_frame_equal(getattr(serial, name), getattr(parallel, name))
@@ -354,6 +354,7 @@ def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
 
     for name in (
         "tables",
+        "experiment_runs",
         "trace_reading",
         "call_records",
         "run_files",
