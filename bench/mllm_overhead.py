@@ -89,7 +89,7 @@ def photo_like(width: int, height: int, seed: int) -> Image.Image:
 
 def render_screenshots(folder: Path) -> dict[str, Path]:
     """The two benchmark screenshots, rendered by Chromium at 1920x1080."""
-    from veriharness.render import Renderer
+    from veriharness.render_browser import Renderer
     from veriharness.render_dom import Size
 
     site = folder / "site"

@@ -15,13 +15,8 @@ from PIL import Image
 
 from support.cli import veriharness
 from veriharness.hashing import sha256_file
-from veriharness.render import (
-    BatchItem,
-    Renderer,
-    RenderSetupError,
-    read_batch,
-    render_answer,
-)
+from veriharness.render import BatchItem, read_batch, render_answer
+from veriharness.render_browser import Renderer, RenderSetupError
 from veriharness.render_dom import DomRecord, RenderRecord
 
 
