@@ -321,6 +321,28 @@ def test_experiment_json_matrix_is_used_when_present(tmp_path) -> None:
     assert len(tables.runs_df(extraction)) == 4
 
 
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        ({"conditions": ["base"], "replicates": 1}, "field 'matrix.tasks' is missing"),
+        ("all of them", "field 'matrix' must be a list or an object, got 'all of them'"),
+        (
+            {"conditions": ["base"], "tasks": ["task-000"], "replicates": "two"},
+            "field 'matrix.replicates' must be a count or a list, got 'two'",
+        ),
+    ],
+)
+def test_a_malformed_experiment_json_matrix_stops_collect_with_its_field(
+    tmp_path, matrix, message
+) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=1)
+    (exp.exp_dir / "experiment.json").write_text(json.dumps({"matrix": matrix}))
+    proc = _collect("--experiment-dir", str(exp.exp_dir))
+    assert proc.returncode == 2
+    assert "experiment.json" in proc.stderr and message in proc.stderr
+    assert not (exp.exp_dir / "tables").exists()
+
+
 def test_parallel_and_serial_collection_give_the_same_tables(tmp_path) -> None:
     exp = write_experiment(tmp_path / "results", tasks=110, replicates=1, seed=3)
     serial = tables.collect_tables(experiment_runs.collect_runs(exp.exp_dir, jobs=1))

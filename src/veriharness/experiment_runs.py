@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -83,26 +82,41 @@ def load_expected(path: Path) -> list[RunKey]:
 
 
 def _matrix_from_experiment_json(exp_dir: Path) -> list[RunKey] | None:
-    """Lenient: a list under "matrix", or {conditions, tasks, replicates}; else no matrix."""
+    """The runs experiment.json expects: its "matrix", a list of runs or {conditions, tasks,
+    replicates}. None when there is no experiment.json or it has no matrix; a matrix that cannot
+    be read is a MatrixError, since collecting without it would not list the missing runs."""
     path = exp_dir / "experiment.json"
     if not path.is_file():
         return None
     try:
-        matrix = json.loads(path.read_text(encoding="utf-8")).get("matrix")
-        if isinstance(matrix, list):
-            return [_matrix_entry(e, f"{path} matrix item {i}") for i, e in enumerate(matrix)]
-        if isinstance(matrix, dict):
-            reps = matrix["replicates"]
-            reps = range(1, reps + 1) if isinstance(reps, int) else reps
-            return [
-                RunKey(c, t, int(r))
-                for c in matrix["conditions"]
-                for t in matrix["tasks"]
-                for r in reps
-            ]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        print(f"collect: ignoring the matrix of {path}: {exc}", file=sys.stderr)
-    return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MatrixError(f"{path}: cannot read JSON ({exc})") from exc
+    matrix = record.get("matrix") if isinstance(record, dict) else None
+    if matrix is None:
+        return None
+    if isinstance(matrix, list):
+        return [_matrix_entry(e, f"{path} matrix item {i}") for i, e in enumerate(matrix)]
+    if not isinstance(matrix, dict):
+        raise MatrixError(f"{path}: field 'matrix' must be a list or an object, got {matrix!r:.80}")
+    try:
+        reps = matrix["replicates"]
+        if isinstance(reps, int) and not isinstance(reps, bool):
+            reps = range(1, reps + 1)
+        elif not isinstance(reps, list):
+            raise MatrixError(
+                f"{path}: field 'matrix.replicates' must be a count or a list, got {reps!r:.80}"
+            )
+        return [
+            _matrix_entry({"condition": c, "task": t, "replicate": r}, f"{path} matrix")
+            for c in matrix["conditions"]
+            for t in matrix["tasks"]
+            for r in reps
+        ]
+    except KeyError as exc:
+        raise MatrixError(f"{path}: field 'matrix.{exc.args[0]}' is missing") from exc
+    except TypeError as exc:
+        raise MatrixError(f"{path}: field 'matrix' is malformed ({exc}): {matrix!r:.120}") from exc
 
 
 # --- finding and reading run folders -----------------------------------------------------------
