@@ -4,10 +4,11 @@ Design notes
 - Pages are captured at the viewport size the caller gives, at device scale factor 1. A second,
   full-page capture is taken only when the page is taller than the viewport.
 - The network is closed by a context-wide route: a request is let through only when it is a
-  `file://` URL whose resolved path lies inside the answer folder (or a `data:` URL, which never
-  reaches the route). Everything else, WebSockets included, is aborted and listed in
-  `blocked_requests`. As a second fence Chromium resolves no host names at all, so even a request
-  that somehow escaped the route could not reach a named remote host.
+  `file://` URL whose resolved path lies inside the page's own folder (the answer folder, or the
+  task folder for a reference) or a `data:` URL (which never reaches the route). Everything else,
+  WebSockets included, is aborted and listed in `blocked_requests`. As a second fence Chromium
+  resolves no host names at all, so even a request that somehow escaped the route could not reach a
+  named remote host.
 - One browser serves a whole batch; each page gets a fresh context, so nothing (cache, storage,
   routes) carries over from one answer to the next.
 - A page that breaks (its own scripts, a failed load, a DOM walk that returns junk) yields a

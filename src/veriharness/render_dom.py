@@ -1,7 +1,8 @@
 """What the render stage records about a page: the in-page DOM walk and the JSON models.
 
-`dom.json` (and a task's `reference_dom.json`) and `render.json` are the render stage's
-contract with scoring; the models here define them, `render.py` fills them.
+`dom.json` (and a task's `reference_dom.json`) and `render.json` are the render stage's contract
+with scoring; the models here define them, the render stage (`render_browser.py`, `render.py`) fills
+them.
 
 Design notes
 - The walk visits elements and text nodes in document order, so `texts` reads like the page.

@@ -3,8 +3,8 @@
 Each table is a tuple of `Column`s: its name, its pandas dtype, where the value comes from, and a
 one-line meaning. A `source` of the form ``file:dotted.path`` is read generically from that file of
 the run folder (`trace_reading.py` walks the path); ``derived:`` columns are computed there too,
-from several files. Some column families only exist once the data names them (one column per agent tool,
-metric or audit flag seen); they are declared as `ColumnFamily` prefixes.
+from several files. Some column families only exist once the data names them (one column per agent
+tool, metric or audit flag seen); they are declared as `ColumnFamily` prefixes.
 
 `schema_markdown()` renders these declarations; docs/tables.md embeds its output, and a test keeps
 the two in step, so the documentation cannot drift from the code.
