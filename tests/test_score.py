@@ -189,6 +189,37 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     assert not (tmp_path / "metrics.json").exists()
 
 
+def test_a_screenshot_only_task_gets_the_screenshot_metrics_and_null_block_metrics(
+    scored, tmp_path: Path
+) -> None:
+    task = tmp_path / "screenshot-only"
+    task.mkdir()
+    shutil.copy(ROOT / "tasks" / TASKS[0] / "reference.png", task / "reference.png")
+    run = scored[f"self-{TASKS[0]}"]
+    done = veriharness(
+        "score",
+        "--render-dir",
+        str(run / "render"),
+        "--answer-dir",
+        str(run / "answer"),
+        "--task-dir",
+        str(task),
+        "--out-dir",
+        str(tmp_path / "out"),
+    )
+    assert done.returncode == 0, done.stderr
+    record = _read(tmp_path / "out", "metrics.json")
+    full = _read(run, "metrics.json")["metrics"]
+    for name in ("ssim", "mae", "ocr_word_precision", "ocr_word_recall", "ocr_word_f1"):
+        assert record["metrics"][name] == pytest.approx(full[name]), name
+    assert all(record["metrics"][name] is None for name in BLOCK_METRICS)
+    assert record["details"]["blocks"] == {
+        "computed": False,
+        "reason": "the task ships no reference.html",
+    }
+    assert record["details"]["ocr_words"]["f1_ceiling"] is None
+
+
 def test_missing_arguments_are_named() -> None:
     done = veriharness("score", "--render-dir", "x")
     assert done.returncode == 2
