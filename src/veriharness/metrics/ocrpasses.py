@@ -45,13 +45,16 @@ there; a tie goes to the earlier reading (`grey`, `contrast`, `panel`). Choosing
 reading per group, rather than word by word, keeps one consistent split where the readings
 disagree on spaces ("Sign in" / "Signin").
 
-Everything here is deterministic: fixed preprocessing, one tesseract thread, and the readings
-merged in a fixed order.
+Everything here is deterministic: fixed preprocessing, one tesseract thread per reading, and the
+readings merged in a fixed order. The three readings run as parallel tesseract processes (at
+most one per CPU this process may use), which halves the OCR time of a reference on two cores.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from PIL import Image
@@ -248,12 +251,18 @@ def merge_readings(readings: Sequence[Sequence[OcrWord]]) -> list[OcrWord]:
     return sorted(merged, key=lambda w: (w.box.y, w.box.x, w.text))
 
 
+def _reading(image: Image.Image, psm: int) -> list[OcrWord]:
+    return [w for w in tesseract_words(image, psm=psm) if plausible_word(w)]
+
+
 def multipass_words(image: Image.Image) -> list[OcrWord]:
     """The merged `grey`, `contrast` and `panel` readings of a screenshot (see the module
-    notes)."""
-    grey = [w for w in tesseract_words(image.convert("L"), psm=3) if plausible_word(w)]
-    sparse_readings = [
-        [w for w in tesseract_words(strokes_removed(ink), psm=11) if plausible_word(w)]
-        for ink in (contrast_image(image), panel_contrast_image(image))
-    ]
-    return merge_readings([grey, *sparse_readings])
+    notes). The three tesseract processes run side by side on the CPUs this process may use."""
+    workers = min(3, len(os.sched_getaffinity(0)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        grey = pool.submit(_reading, image.convert("L"), 3)
+        sparse = [
+            pool.submit(_reading, strokes_removed(ink), 11)
+            for ink in (contrast_image(image), panel_contrast_image(image))
+        ]
+        return merge_readings([grey.result(), *(reading.result() for reading in sparse)])
