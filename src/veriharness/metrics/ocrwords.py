@@ -7,11 +7,11 @@ often light grey; on the pricing-table reference, recall of the page's own DOM w
 0.73 to 0.84 (precision 0.92 to 1.0) going from 1x to 2x, for about 1.3x the time.
 
 `reference_ocr_words` is what the OCR word metrics compare an answer against. It merges three
-readings (`metrics.ocrpasses`) so that light, small and light-on-colour text is read too; with
-glued words split in the metric (`metrics.text.split_glued`), a task's own reference page scores
-an OCR word F1 of 0.99 to 1.0 against itself, where the single reading gave 0.81 to 0.99. It
-costs about three times a single reading, paid once per reference image thanks to the cache.
-Word boxes are in original pixels.
+readings (`metrics.ocrpasses`) so that light, small and light-on-colour text is read too; with glued
+words split in the metric (`metrics.text.split_glued`), a task's own reference page scores an OCR
+word F1 of 0.99 to 1.0 against itself, where the single reading gave 0.81 to 0.99. It costs about
+three times the CPU of a single reading (the readings run in parallel), paid once per reference
+image thanks to the cache. Word boxes are in original pixels.
 
 `masked` keeps only given rectangles of an image (the rest painted white) so that text in images
 can be read without paying for OCR of the whole page.
