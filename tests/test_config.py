@@ -28,6 +28,7 @@ from veriharness.config import (
     load_task,
     resolve_task_ids,
 )
+from veriharness.render_dom import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +51,9 @@ def write_task(tasks_dir: Path, task_id: str, colour: str = "#336699") -> Path:
     }))
     Image.new("RGB", (64, 48), colour).save(folder / "reference.png")
     (folder / "reference.html").write_text(f"<body style='background:{colour}'></body>\n")
+    size = Size(width=64, height=48)
+    dom = DomRecord(viewport=size, page=size, texts=[], images=[])
+    (folder / "reference_dom.json").write_text(dom.model_dump_json())
     return folder
 
 
@@ -172,6 +176,15 @@ def test_task_problems_are_named(tmp_path: Path) -> None:
     (root / "tasks" / "alpha" / "reference.png").unlink()
     with pytest.raises(ConfigError, match="task 'alpha': missing reference.png"):
         load_task(root / "tasks", "alpha")
+    (root / "tasks" / "beta" / "reference_dom.json").unlink()
+    with pytest.raises(
+        ConfigError,
+        match=r"task 'beta': .* has reference.html but no reference_dom.json; write it with "
+        r"`veriharness render-reference .*tasks/beta`",
+    ):
+        load_task(root / "tasks", "beta")
+    (root / "tasks" / "beta" / "reference.html").unlink()
+    assert load_task(root / "tasks", "beta").id == "beta"  # screenshot-only
     data = yaml.safe_load((root / "tasks" / "beta" / "task.yaml").read_text())
     (root / "tasks" / "beta" / "task.yaml").write_text(yaml.safe_dump(data | {"id": "gamma"}))
     with pytest.raises(ConfigError, match="declares id 'gamma'"):

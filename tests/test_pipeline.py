@@ -1,6 +1,7 @@
 """The whole matrix through Snakemake, the real claude CLI, the real mllm server, the embedded
 offline model, Chromium and tesseract: 2 tasks x 2 conditions x 1 replicate in a copy of the
-project that is its own git repository, with contamination markers planted in it."""
+project that is its own git repository, with contamination markers planted in it. One task is
+made screenshot-only (no reference.html), as a task from a screenshot dataset would be."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from support.project_copy import copy_project
 from veriharness.tools import find_claude
 
 TASKS = ["landing-page", "pricing-table"]
+SCREENSHOT_ONLY = "pricing-table"
 CONDITIONS = ["b3-absent", "b3-present"]
 MARKER_FILE = f"CLAUDE-MD-MARKER-{uuid.uuid4().hex}"
 MARKER_COMMIT = f"COMMIT-MARKER-{uuid.uuid4().hex}"
@@ -51,7 +53,13 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "config/test.yaml": f"tasks: {json.dumps(TASKS)}\nexecution:\n  debug: true\n",
     }
     return copy_project(
-        tmp_path_factory.mktemp("project"), TASKS, files, f"Initial import {MARKER_COMMIT}"
+        tmp_path_factory.mktemp("project"),
+        TASKS,
+        files,
+        f"Initial import {MARKER_COMMIT}",
+        without=[
+            f"tasks/{SCREENSHOT_ONLY}/{name}" for name in ("reference.html", "reference_dom.json")
+        ],
     )
 
 
@@ -102,6 +110,22 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
 def _mllm_calls(run: Path) -> int:
     events = [json.loads(line) for line in (run / "mllm_trace.jsonl").read_text().splitlines()]
     return sum(1 for e in events if e["event"] == "mllm_call_completed")
+
+
+def test_a_screenshot_only_task_is_scored_without_block_metrics(finished: Path) -> None:
+    blocks = ("block_match", "text_similarity", "position", "color")
+    for condition in CONDITIONS:
+        for task in TASKS:
+            record = json.loads((_run_dir(finished, condition, task) / "metrics.json").read_text())
+            metrics = record["metrics"]
+            assert record["status"] == "ok"
+            assert metrics["ssim"] is not None and metrics["ocr_word_f1"] is not None
+            if task == SCREENSHOT_ONLY:
+                assert all(metrics[name] is None for name in blocks), metrics
+                assert record["details"]["blocks"]["computed"] is False
+                assert record["details"]["ocr_words"]["f1_ceiling"] is None
+            else:
+                assert all(metrics[name] is not None for name in blocks), metrics
 
 
 def test_b3_present_runs_make_more_callmllm_calls(finished: Path) -> None:
@@ -197,8 +221,19 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
 ) -> None:
     extra = "experiment: interrupted\nallow_uncommitted: true\n"
     (project / "config" / "extra.yaml").write_text(extra)
-    command = [sys.executable, "-m", "snakemake", "all", "--cores", "2", "--resources",
-               "agent_sessions=1", "--configfile", "config/test.yaml", "config/extra.yaml"]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "all",
+        "--cores",
+        "2",
+        "--resources",
+        "agent_sessions=1",
+        "--configfile",
+        "config/test.yaml",
+        "config/extra.yaml",
+    ]
     env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
     experiment = project / "results" / "interrupted"
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,

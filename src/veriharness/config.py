@@ -293,14 +293,22 @@ class TaskSpec(BaseModel):
     viewport: Viewport
 
 
-_TASK_FILES = ("task.yaml", "reference.png", "reference.html")
+_TASK_FILES = ("task.yaml", "reference.png")
 
 
 def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
+    """A task folder's spec. `task.yaml` and `reference.png` are required; `reference.html` is
+    optional (a screenshot-only task gets no block metrics), but when it is there its rendered
+    `reference_dom.json` must be too, or scoring would fail after the paid sessions."""
     folder = Path(tasks_dir) / task_id
     missing = [name for name in _TASK_FILES if not (folder / name).is_file()]
     if missing:
         raise ConfigError(f"task {task_id!r}: missing {', '.join(missing)} in {folder}")
+    if (folder / "reference.html").is_file() and not (folder / "reference_dom.json").is_file():
+        raise ConfigError(
+            f"task {task_id!r}: {folder} has reference.html but no reference_dom.json; write it "
+            f"with `veriharness render-reference {folder}`"
+        )
     data = yaml.safe_load((folder / "task.yaml").read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ConfigError(f"task {task_id!r}: {folder / 'task.yaml'} must hold a mapping")

@@ -19,9 +19,15 @@ def git(repo: Path, *args: str) -> None:
 
 
 def copy_project(
-    dest: Path, tasks: Sequence[str], files: Mapping[str, str], message: str
+    dest: Path,
+    tasks: Sequence[str],
+    files: Mapping[str, str],
+    message: str,
+    *,
+    without: Sequence[str] = (),
 ) -> Path:
-    """Copy the workflow, its inputs and `tasks`, add `files` (path -> text), commit all."""
+    """Copy the workflow, its inputs and `tasks`, add `files` (path -> text), remove the paths
+    in `without`, commit all."""
     for name in PROJECT_PARTS:
         source = ROOT / name
         if source.is_dir():
@@ -33,6 +39,8 @@ def copy_project(
     for relative, text in files.items():
         (dest / relative).parent.mkdir(parents=True, exist_ok=True)
         (dest / relative).write_text(text)
+    for relative in without:
+        (dest / relative).unlink()
     git(dest, "init", "-q")
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", message)
