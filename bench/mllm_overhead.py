@@ -103,8 +103,10 @@ def render_screenshots(folder: Path) -> dict[str, Path]:
         for name, page in pages.items():
             capture = renderer.capture(page, site, Size(width=SIZE[0], height=SIZE[1]))
             if capture.status != "ok" or capture.viewport_png is None or capture.blocked_requests:
-                raise SystemExit(f"rendering {page} failed: {capture.error} "
-                                 f"(blocked: {capture.blocked_requests})")
+                raise SystemExit(
+                    f"rendering {page} failed: {capture.error} "
+                    f"(blocked: {capture.blocked_requests})"
+                )
             shots[name] = folder / f"{name}.png"
             shots[name].write_bytes(capture.viewport_png)
     return shots
@@ -114,26 +116,53 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def floor_call(http: httpx.Client, stub: ProviderStub, path: Path,
-               region: dict[str, int] | None) -> float:
+def floor_call(
+    http: httpx.Client, stub: ProviderStub, path: Path, region: dict[str, int] | None
+) -> float:
     """One bare client request; returns its time minus the stub's handling time, in ms."""
     begun = time.perf_counter()
     data = path.read_bytes()
     media = "image/png"
     if region is not None:
-        box = (region["x"], region["y"], region["x"] + region["width"],
-               region["y"] + region["height"])
+        box = (
+            region["x"],
+            region["y"],
+            region["x"] + region["width"],
+            region["y"] + region["height"],
+        )
         out = io.BytesIO()
         Image.open(io.BytesIO(data)).crop(box).save(out, format="PNG")
         data = out.getvalue()
-    skeleton = json.dumps({"model": "m", "max_tokens": 1024, "messages": [{"role": "user",
-        "content": [{"type": "text", "text": "Describe."},
-                    {"type": "image_url", "image_url": {"url": "@"}}]}]})
+    skeleton = json.dumps(
+        {
+            "model": "m",
+            "max_tokens": 1024,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Describe."},
+                        {"type": "image_url", "image_url": {"url": "@"}},
+                    ],
+                }
+            ],
+        }
+    )
     before, after = skeleton.split('"@"')
-    body = b"".join([before.encode(), f'"data:{media};base64,'.encode(),
-                     base64.b64encode(data), b'"', after.encode()])
-    response = http.post(f"{stub.base}/ok/v1/chat/completions", content=body,
-                         headers={"content-type": "application/json"})
+    body = b"".join(
+        [
+            before.encode(),
+            f'"data:{media};base64,'.encode(),
+            base64.b64encode(data),
+            b'"',
+            after.encode(),
+        ]
+    )
+    response = http.post(
+        f"{stub.base}/ok/v1/chat/completions",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
     response.json()["choices"][0]["message"]["content"]
     return (time.perf_counter() - begun) * 1000 - stub.received[-1].handling_ms
 
@@ -147,8 +176,9 @@ def server_call(client: BlockingMcpClient, stub: ProviderStub, args: dict[str, A
     return elapsed - stub.received[-1].handling_ms
 
 
-def round_trips(client: BlockingMcpClient, args: dict[str, Any], n: int,
-                tool: str = "call") -> list[float]:
+def round_trips(
+    client: BlockingMcpClient, args: dict[str, Any], n: int, tool: str = "call"
+) -> list[float]:
     times = []
     for i in range(n + WARMUP):
         begun = time.perf_counter()
@@ -158,8 +188,9 @@ def round_trips(client: BlockingMcpClient, args: dict[str, Any], n: int,
     return times
 
 
-def service_call(service: Any, stub: ProviderStub, args: dict[str, Any],
-                 profiler: cProfile.Profile | None) -> float:
+def service_call(
+    service: Any, stub: ProviderStub, args: dict[str, Any], profiler: cProfile.Profile | None
+) -> float:
     """The server's own ``CallService.call`` in this process: everything but the MCP hop."""
     begun = time.perf_counter()
     if profiler is not None:
@@ -180,29 +211,48 @@ def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
     return CallService(ws.resolve(), load_catalog(catalog), taxonomy, TraceWriter(trace))
 
 
-HEADER = ("| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
-          "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 | ratio of minima |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+HEADER = (
+    "| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
+    "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 | ratio of minima |\n"
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
 
 
 def row(name: str, added: list[float], local: list[float], floor: list[float]) -> str:
-    a50, a95, f50, f95 = (statistics.median(added), percentile(added, 95),
-                          statistics.median(floor), percentile(floor, 95))
+    a50, a95, f50, f95 = (
+        statistics.median(added),
+        percentile(added, 95),
+        statistics.median(floor),
+        percentile(floor, 95),
+    )
     l50 = statistics.median(local)
-    return (f"| {name} | {a50:.2f} | {a95:.2f} | {l50:.2f} | {f50:.2f} | {f95:.2f} "
-            f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} "
-            f"| {min(added) / min(floor):.2f} |")
+    return (
+        f"| {name} | {a50:.2f} | {a95:.2f} | {l50:.2f} | {f50:.2f} | {f95:.2f} "
+        f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} "
+        f"| {min(added) / min(floor):.2f} |"
+    )
 
 
-def run_case(client: BlockingMcpClient, service: Any, http: httpx.Client, stub: ProviderStub,
-             image: Path, region: dict[str, int] | None, calls: int,
-             profiler: cProfile.Profile | None) -> tuple[list[float], ...]:
+def run_case(
+    client: BlockingMcpClient,
+    service: Any,
+    http: httpx.Client,
+    stub: ProviderStub,
+    image: Path,
+    region: dict[str, int] | None,
+    calls: int,
+    profiler: cProfile.Profile | None,
+) -> tuple[list[float], ...]:
     """MCP call, in-process call and floor, interleaved call by call."""
     item: dict[str, Any] = {"kind": "image", "label": "page", "path": image.name}
     if region is not None:
         item["region"] = region
-    args = {"instruction": "Describe.", "inputs": [item], "capability_tags": ["E1"],
-            "output": {"kind": "text"}}
+    args = {
+        "instruction": "Describe.",
+        "inputs": [item],
+        "capability_tags": ["E1"],
+        "output": {"kind": "text"},
+    }
     added: list[float] = []
     local: list[float] = []
     floor: list[float] = []
@@ -219,25 +269,38 @@ def run_case(client: BlockingMcpClient, service: Any, http: httpx.Client, stub: 
 
 def baselines(server: StdioServerParameters, calls: int) -> None:
     """MCP round trips that do no model work: no-op tools and a refused call."""
-    noop = StdioServerParameters(command=sys.executable, args=[__file__, "--serve-noop"],
-                                 env=dict(os.environ))
+    noop = StdioServerParameters(
+        command=sys.executable, args=[__file__, "--serve-noop"], env=dict(os.environ)
+    )
     with open(os.devnull, "w") as quiet, BlockingMcpClient(noop, quiet) as client:
         nothing = round_trips(client, {}, calls)
         hopped = round_trips(client, {}, calls, "threaded")
     with open(os.devnull, "w") as quiet, BlockingMcpClient(server, quiet) as client:
-        refused = round_trips(client, {"instruction": "x", "inputs": [],
-                                       "capability_tags": ["E1"], "output": {"kind": "text"}},
-                              calls)
+        refused = round_trips(
+            client,
+            {
+                "instruction": "x",
+                "inputs": [],
+                "capability_tags": ["E1"],
+                "output": {"kind": "text"},
+            },
+            calls,
+        )
     print()
-    for what, times in (("no-op tool (same MCP SDK, stdio)", nothing),
-                        ("no-op tool run in a worker thread, as the server runs a call", hopped),
-                        ("refused call on the real server (validation + trace line)", refused)):
-        print(f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
-              f"p95 {percentile(times, 95):.2f} ms")
+    for what, times in (
+        ("no-op tool (same MCP SDK, stdio)", nothing),
+        ("no-op tool run in a worker thread, as the server runs a call", hopped),
+        ("refused call on the real server (validation + trace line)", refused),
+    ):
+        print(
+            f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
+            f"p95 {percentile(times, 95):.2f} ms"
+        )
 
 
-def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | None,
-            tmp: Path) -> None:
+def measure(
+    shots: dict[str, Path], calls: int, regions: bool, profile: Path | None, tmp: Path
+) -> None:
     cases: list[tuple[str, dict[str, int] | None]] = [("full", None)]
     if regions:
         cases.append(("region 800x600", REGION))
@@ -251,23 +314,40 @@ def measure(shots: dict[str, Path], calls: int, regions: bool, profile: Path | N
     catalog = tmp / "catalog.yaml"
     catalog.write_text(
         "profiles:\n  - name: default\n    description: stub\n    provider:\n"
-        f"      api_style: openai-chat\n      base_url: {stub.base}/ok/v1\n      model: m\n")
+        f"      api_style: openai-chat\n      base_url: {stub.base}/ok/v1\n      model: m\n"
+    )
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "veriharness", "mllm-server", "--workspace", str(ws),
-              "--catalog", str(catalog), "--trace", str(tmp / "trace.jsonl")],
-        env=dict(os.environ))
-    print(f"{calls} calls per case after {WARMUP} warm-up calls; MCP call, in-process call "
-          f"and floor interleaved; times in ms; load average at start {os.getloadavg()[0]:.1f}\n")
+        args=[
+            "-m",
+            "veriharness",
+            "mllm-server",
+            "--workspace",
+            str(ws),
+            "--catalog",
+            str(catalog),
+            "--trace",
+            str(tmp / "trace.jsonl"),
+        ],
+        env=dict(os.environ),
+    )
+    print(
+        f"{calls} calls per case after {WARMUP} warm-up calls; MCP call, in-process call "
+        f"and floor interleaved; times in ms; load average at start {os.getloadavg()[0]:.1f}\n"
+    )
     print(HEADER)
     service = make_service(ws, catalog, tmp / "trace-inprocess.jsonl")
     profiler = cProfile.Profile() if profile else None
-    with open(os.devnull, "w") as quiet, BlockingMcpClient(server, quiet) as client, \
-            httpx.Client(transport=httpx.HTTPTransport(retries=0), trust_env=False) as http:
+    with (
+        open(os.devnull, "w") as quiet,
+        BlockingMcpClient(server, quiet) as client,
+        httpx.Client(transport=httpx.HTTPTransport(retries=0), trust_env=False) as http,
+    ):
         for name in shots:
             for label, region in cases:
-                times = run_case(client, service, http, stub, ws / f"{name}.png", region, calls,
-                                 profiler)
+                times = run_case(
+                    client, service, http, stub, ws / f"{name}.png", region, calls, profiler
+                )
                 print(row(f"{name} {label}", *times), flush=True)
     service.close()
     if profiler is not None and profile is not None:
@@ -297,10 +377,19 @@ def serve_noop() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100)
-    parser.add_argument("--image", type=Path, nargs="*", default=None,
-                        help="use these PNGs instead of rendering the two screenshots")
-    parser.add_argument("--profile", type=Path, default=None,
-                        help="profile the in-process calls, cProfile statistics to this file")
+    parser.add_argument(
+        "--image",
+        type=Path,
+        nargs="*",
+        default=None,
+        help="use these PNGs instead of rendering the two screenshots",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="profile the in-process calls, cProfile statistics to this file",
+    )
     parser.add_argument("--no-region", action="store_true", help="only send whole images")
     parser.add_argument("--serve-noop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -35,8 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def git(root: Path, *args: str) -> str:
     out = subprocess.run(
-        ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-C", str(root),
-         *args], capture_output=True, text=True, check=True,
+        [
+            "git",
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-C",
+            str(root),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return out.stdout
 
@@ -44,11 +55,18 @@ def git(root: Path, *args: str) -> str:
 def write_task(tasks_dir: Path, task_id: str, colour: str = "#336699") -> Path:
     folder = tasks_dir / task_id
     folder.mkdir(parents=True)
-    (folder / "task.yaml").write_text(yaml.safe_dump({
-        "id": task_id, "title": f"Task {task_id}", "kind": "landing_page",
-        "description": "A small test page.", "viewport": {"width": 64, "height": 48},
-        "interaction": None,
-    }))
+    (folder / "task.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": task_id,
+                "title": f"Task {task_id}",
+                "kind": "landing_page",
+                "description": "A small test page.",
+                "viewport": {"width": 64, "height": 48},
+                "interaction": None,
+            }
+        )
+    )
     Image.new("RGB", (64, 48), colour).save(folder / "reference.png")
     (folder / "reference.html").write_text(f"<body style='background:{colour}'></body>\n")
     size = Size(width=64, height=48)
@@ -142,8 +160,9 @@ def test_bad_values_are_refused_with_the_field_named(data: dict, expected: str) 
 
 def test_private_gateway_url_is_refused_but_env_reference_and_loopback_pass() -> None:
     with pytest.raises(ConfigError, match="agent.base_url"):
-        config_from_mapping({"agent": {"endpoint": "gateway",
-                                       "base_url": "https://internal.example.com/llm"}})
+        config_from_mapping(
+            {"agent": {"endpoint": "gateway", "base_url": "https://internal.example.com/llm"}}
+        )
     for url in ("${GATEWAY_URL}", "http://127.0.0.1:8080/v1"):
         assert config_from_mapping({"agent": {"endpoint": "gateway", "base_url": url}})
 
@@ -154,8 +173,9 @@ def test_overrides_merge_deeply_and_record_feeds_back(tmp_path: Path) -> None:
     config = load_config(path, {"agent": {"tool_search": True}})
     assert (config.agent.max_turns, config.agent.tool_search) == (7, True)
     record = tmp_path / "experiment.json"
-    record.write_text(json.dumps({"kind": "experiment_record", "identity": {},
-                                  "config": config.resolved()}))
+    record.write_text(
+        json.dumps({"kind": "experiment_record", "identity": {}, "config": config.resolved()})
+    )
     assert load_config(record) == config
 
 

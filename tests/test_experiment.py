@@ -21,10 +21,20 @@ def vh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
     return veriharness(*args, cwd=None, env=env, timeout=120)
 
 
-def check(root: Path, *extra: str, config: str = "config/config.yaml",
-          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return vh("check-experiment", "--config", str(root / config), "--project-root", str(root),
-              "--out", str(root / "results" / "t" / "experiment.json"), *extra, env=env)
+def check(
+    root: Path, *extra: str, config: str = "config/config.yaml", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return vh(
+        "check-experiment",
+        "--config",
+        str(root / config),
+        "--project-root",
+        str(root),
+        "--out",
+        str(root / "results" / "t" / "experiment.json"),
+        *extra,
+        env=env,
+    )
 
 
 def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
@@ -38,8 +48,11 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
     assert set(record["cells"]) == {"b3-absent", "b3-present"}
     assert set(record["cells"]["b3-absent"]) == {"alpha", "beta"}
     assert len({h for c in record["cells"].values() for h in c.values()}) == 4
-    assert record["matrix"] == {"conditions": ["b3-absent", "b3-present"],
-                                "tasks": ["alpha", "beta"], "replicates": 1}
+    assert record["matrix"] == {
+        "conditions": ["b3-absent", "b3-present"],
+        "tasks": ["alpha", "beta"],
+        "replicates": 1,
+    }
     assert record["provenance"]["uncommitted_changes"] is False
     assert record["provenance"]["git_commit"] == git(root, "rev-parse", "HEAD").strip()
     assert record["offline"] is True
@@ -48,16 +61,18 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
 
 
 def test_record_fed_back_as_config_reproduces_identity(tmp_path: Path) -> None:
-    root = make_project(tmp_path, config={"experiment": "t", "replicates": 2,
-                                          "execution": {"retries": 3}})
+    root = make_project(
+        tmp_path, config={"experiment": "t", "replicates": 2, "execution": {"retries": 3}}
+    )
     assert check(root).returncode == 0
     first = json.loads((root / "results" / "t" / "experiment.json").read_text())
     (root / "rerun.json").write_text(json.dumps(first))
     git(root, "add", "rerun.json")
     git(root, "commit", "-q", "-m", "keep the record")
     # Execution settings given on top of the record change the record, never the identity.
-    proc = check(root, "--config-json", '{"execution": {"retries": 1, "debug": true}}',
-                 config="rerun.json")
+    proc = check(
+        root, "--config-json", '{"execution": {"retries": 1, "debug": true}}', config="rerun.json"
+    )
     assert proc.returncode == 0, proc.stderr
     second = json.loads((root / "results" / "t" / "experiment.json").read_text())
     assert second["identity_hash"] == first["identity_hash"]
@@ -110,15 +125,19 @@ def test_placeholder_model_in_catalog_is_refused(tmp_path: Path) -> None:
 
 
 class _Provider(BaseHTTPRequestHandler):
-    known = {"/v1/models/agent-model-1": "agent-model-1-20260101",
-             "/v1/models/vision-b": "vision-b", "/models/vision-a": "vision-a"}
+    known = {
+        "/v1/models/agent-model-1": "agent-model-1-20260101",
+        "/v1/models/vision-b": "vision-b",
+        "/models/vision-a": "vision-a",
+    }
     seen: list[tuple[str, dict[str, str]]] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         self.seen.append((self.path, dict(self.headers)))
-        keyed = (self.headers.get("x-api-key") == "agent-secret"
-                 and self.headers.get("anthropic-version")) or (
-                 self.headers.get("Authorization") == "Bearer vision-secret")
+        keyed = (
+            self.headers.get("x-api-key") == "agent-secret"
+            and self.headers.get("anthropic-version")
+        ) or (self.headers.get("Authorization") == "Bearer vision-secret")
         body = json.dumps({"id": self.known[self.path]}) if self.path in self.known else "{}"
         self.send_response(200 if self.path in self.known and keyed else 404)
         self.send_header("content-type", "application/json")
@@ -140,20 +159,43 @@ def provider() -> Iterator[str]:
 
 
 def _real_project(tmp_path: Path, vision_model: str) -> Path:
-    root = make_project(tmp_path, config={
-        "experiment": "t",
-        "agent": {"endpoint": "gateway", "base_url": "${TEST_GATEWAY}", "model": "agent-model-1",
-                  "api_key_env": "TEST_AGENT_KEY"},
-        "model_catalog": "config/catalog.yaml",
-    })
-    catalog = {"profiles": [
-        {"name": "default", "description": "Reads screenshots.",
-         "provider": {"api_style": "openai-chat", "base_url": "${TEST_VISION}",
-                      "model": vision_model, "api_key_env": "TEST_VISION_KEY"}},
-        {"name": "second", "description": "A second reader.",
-         "provider": {"api_style": "anthropic-messages", "base_url": "${TEST_GATEWAY}",
-                      "model": "vision-b", "api_key_env": "TEST_AGENT_KEY"}},
-    ]}
+    root = make_project(
+        tmp_path,
+        config={
+            "experiment": "t",
+            "agent": {
+                "endpoint": "gateway",
+                "base_url": "${TEST_GATEWAY}",
+                "model": "agent-model-1",
+                "api_key_env": "TEST_AGENT_KEY",
+            },
+            "model_catalog": "config/catalog.yaml",
+        },
+    )
+    catalog = {
+        "profiles": [
+            {
+                "name": "default",
+                "description": "Reads screenshots.",
+                "provider": {
+                    "api_style": "openai-chat",
+                    "base_url": "${TEST_VISION}",
+                    "model": vision_model,
+                    "api_key_env": "TEST_VISION_KEY",
+                },
+            },
+            {
+                "name": "second",
+                "description": "A second reader.",
+                "provider": {
+                    "api_style": "anthropic-messages",
+                    "base_url": "${TEST_GATEWAY}",
+                    "model": "vision-b",
+                    "api_key_env": "TEST_AGENT_KEY",
+                },
+            },
+        ]
+    }
     (root / "config" / "catalog.yaml").write_text(yaml.safe_dump(catalog))
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "real catalog")
@@ -161,8 +203,12 @@ def _real_project(tmp_path: Path, vision_model: str) -> Path:
 
 
 def test_real_model_names_are_looked_up_with_the_provider(tmp_path: Path, provider: str) -> None:
-    env = {"TEST_GATEWAY": provider, "TEST_VISION": provider,
-           "TEST_AGENT_KEY": "agent-secret", "TEST_VISION_KEY": "vision-secret"}
+    env = {
+        "TEST_GATEWAY": provider,
+        "TEST_VISION": provider,
+        "TEST_AGENT_KEY": "agent-secret",
+        "TEST_VISION_KEY": "vision-secret",
+    }
     root = _real_project(tmp_path, "vision-a")
     proc = check(root, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -176,8 +222,12 @@ def test_real_model_names_are_looked_up_with_the_provider(tmp_path: Path, provid
 
 
 def test_unknown_model_is_named_with_its_profile(tmp_path: Path, provider: str) -> None:
-    env = {"TEST_GATEWAY": provider, "TEST_VISION": provider,
-           "TEST_AGENT_KEY": "agent-secret", "TEST_VISION_KEY": "vision-secret"}
+    env = {
+        "TEST_GATEWAY": provider,
+        "TEST_VISION": provider,
+        "TEST_AGENT_KEY": "agent-secret",
+        "TEST_VISION_KEY": "vision-secret",
+    }
     root = _real_project(tmp_path, "vision-missing")
     proc = check(root, env=env)
     assert proc.returncode == 2

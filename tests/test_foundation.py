@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from veriharness.tools import CLAUDE_CODE_VERSION
@@ -59,12 +60,13 @@ def test_every_registered_verb_imports_and_declares_arguments() -> None:
         assert callable(run)
 
 
-def test_python_code_is_ruff_clean() -> None:
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]])
+def test_python_code_is_ruff_clean(command: list[str]) -> None:
     import subprocess
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "src", "tests", "bench"],
+        [sys.executable, "-m", "ruff", *command, "src", "tests", "bench"],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]

@@ -19,12 +19,32 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def prepare(root: Path, condition: str, task: str, replicate: int, *extra: str,
-            env: dict[str, str] | None = None) -> tuple[int, str, Path]:
+def prepare(
+    root: Path,
+    condition: str,
+    task: str,
+    replicate: int,
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, Path]:
     run_dir = root / "results" / "t" / condition / task / f"r{replicate}"
-    proc = vh("prepare", "--config", str(root / "results" / "t" / "experiment.json"),
-              "--project-root", str(root), "--condition", condition, "--task", task,
-              "--replicate", str(replicate), "--run-dir", str(run_dir), *extra, env=env)
+    proc = vh(
+        "prepare",
+        "--config",
+        str(root / "results" / "t" / "experiment.json"),
+        "--project-root",
+        str(root),
+        "--condition",
+        condition,
+        "--task",
+        task,
+        "--replicate",
+        str(replicate),
+        "--run-dir",
+        str(run_dir),
+        *extra,
+        env=env,
+    )
     return proc.returncode, proc.stderr, run_dir
 
 
@@ -53,7 +73,8 @@ def test_b3_absent_and_present_differ_by_exactly_the_b3_block(project: Path) -> 
     b3 = load_module(project / "prompts", "b3-verification-v0.1").template
     absent_text = (absent / "system_prompt.md").read_text()
     assert (present / "system_prompt.md").read_text() == (
-        absent_text.rstrip("\n") + SEPARATOR + b3 + "\n")
+        absent_text.rstrip("\n") + SEPARATOR + b3 + "\n"
+    )
 
 
 def test_replicates_share_the_identity_and_tasks_share_the_b2_snapshot(project: Path) -> None:
@@ -75,10 +96,24 @@ def test_inputs_changed_after_the_check_are_refused(project: Path) -> None:
     assert "cell b3-absent/alpha" in err and "changed since check-experiment" in err
     assert not run_dir.exists()
     # The same cross-check with a plain config and the record named separately.
-    proc = vh("prepare", "--config", str(project / "config" / "config.yaml"),
-              "--experiment-record", str(project / "results" / "t" / "experiment.json"),
-              "--project-root", str(project), "--condition", "b3-absent", "--task", "alpha",
-              "--replicate", "1", "--run-dir", str(run_dir), "--allow-uncommitted")
+    proc = vh(
+        "prepare",
+        "--config",
+        str(project / "config" / "config.yaml"),
+        "--experiment-record",
+        str(project / "results" / "t" / "experiment.json"),
+        "--project-root",
+        str(project),
+        "--condition",
+        "b3-absent",
+        "--task",
+        "alpha",
+        "--replicate",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        "--allow-uncommitted",
+    )
     assert proc.returncode == 2 and "changed since check-experiment" in proc.stderr
     assert not run_dir.exists()
 
@@ -91,8 +126,9 @@ def test_inputs_changed_after_the_check_are_refused(project: Path) -> None:
         ("b4", "alpha", 1, "condition 'b4' is not one of"),
     ],
 )
-def test_bad_cells_are_named(project: Path, condition: str, task: str, replicate: int,
-                             message: str) -> None:
+def test_bad_cells_are_named(
+    project: Path, condition: str, task: str, replicate: int, message: str
+) -> None:
     code, err, run_dir = prepare(project, condition, task, replicate)
     assert code == 2 and message in err
     assert not run_dir.exists()
@@ -100,8 +136,9 @@ def test_bad_cells_are_named(project: Path, condition: str, task: str, replicate
 
 def test_missing_claude_is_recorded_not_fatal(project: Path) -> None:
     missing = project / "no-such-claude"
-    code, err, run_dir = prepare(project, "b3-absent", "alpha", 1,
-                                 env={"VERIHARNESS_CLAUDE": str(missing)})
+    code, err, run_dir = prepare(
+        project, "b3-absent", "alpha", 1, env={"VERIHARNESS_CLAUDE": str(missing)}
+    )
     assert code == 0, err
     provenance = json.loads((run_dir / "run.json").read_text())["provenance"]
     assert provenance["claude_version"] is None

@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
 B1, B2, B3 = "b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.1"
 CATALOG = load_catalog(ROOT / "config" / "model-catalog.offline.yaml")
-VALUES = {"MODEL_PROFILE_CATALOG": CATALOG.public_text(),
-          "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH}
+VALUES = {
+    "MODEL_PROFILE_CATALOG": CATALOG.public_text(),
+    "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+}
 CODE = re.compile(r"\b[A-HZ][0-9]\b")
 # Words that would frame CallMLLM as a checking mechanism (D-0005).
 VERIFICATION_WORDS = re.compile(
@@ -66,8 +68,13 @@ def test_b1_examples_are_complete_valid_requests() -> None:
     assert len(examples) >= 4
     for text in examples:
         request = json.loads(text)
-        assert set(request) <= {"instruction", "inputs", "capability_tags", "output",
-                                "model_profile"}
+        assert set(request) <= {
+            "instruction",
+            "inputs",
+            "capability_tags",
+            "output",
+            "model_profile",
+        }
         assert len(request["instruction"]) > 80
         assert request["capability_tags"] and not taxonomy.unknown(request["capability_tags"])
         labels = [item["label"] for item in request["inputs"]]
@@ -83,8 +90,12 @@ def test_b1_examples_are_complete_valid_requests() -> None:
 def test_b2_has_task_parts_and_no_legacy_tools_or_playbook() -> None:
     block = _block(B2)
     assert block.count("{{REFERENCE_IMAGE_PATH}}") == 1
-    for heading in ("Task objective", "Live and editable artifact", "Layout and content layering",
-                    "Typography and visual fidelity"):
+    for heading in (
+        "Task objective",
+        "Live and editable artifact",
+        "Layout and content layering",
+        "Typography and visual fidelity",
+    ):
         assert f"## {heading}" in block
     for rule in ("answer.html", "assets/", "network", "absolute", "background"):
         assert rule in block

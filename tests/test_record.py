@@ -72,34 +72,63 @@ def test_files_of_other_cells_do_not_change_this_identity(root: Path) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("model", "veriharness-offline-agent-2"), ("max_turns", 41), ("wall_clock_seconds", 901),
-     ("allowed_tools", ("Read",)), ("tool_search", True), ("endpoint", "anthropic")],
+    [
+        ("model", "veriharness-offline-agent-2"),
+        ("max_turns", 41),
+        ("wall_clock_seconds", 901),
+        ("allowed_tools", ("Read",)),
+        ("tool_search", True),
+        ("endpoint", "anthropic"),
+    ],
 )
 def test_every_agent_setting_is_hashed(root: Path, field: str, value: object) -> None:
     changed = BASE.model_copy(update={"agent": BASE.agent.model_copy(update={field: value})})
     assert _hash(root, changed) != _hash(root, BASE)
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     retries=st.integers(0, 5),
-    workspace=st.none() | st.text(min_size=1, max_size=20), keep=st.booleans(),
-    debug=st.booleans(), sample=st.none() | st.integers(1, 100),
-    results=st.text(min_size=1, max_size=20), check_models=st.booleans(),
+    workspace=st.none() | st.text(min_size=1, max_size=20),
+    keep=st.booleans(),
+    debug=st.booleans(),
+    sample=st.none() | st.integers(1, 100),
+    results=st.text(min_size=1, max_size=20),
+    check_models=st.booleans(),
     name=st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
 )
 def test_execution_settings_never_change_the_identity(
-    root: Path, retries: int, workspace: str | None, keep: bool,
-    debug: bool, sample: int | None, results: str, check_models: bool, name: str,
+    root: Path,
+    retries: int,
+    workspace: str | None,
+    keep: bool,
+    debug: bool,
+    sample: int | None,
+    results: str,
+    check_models: bool,
+    name: str,
 ) -> None:
-    execution = BASE.execution.model_copy(update=dict(
-        retries=retries,
-        workspace_root=workspace, keep_workspaces=keep, debug=debug, sample=sample,
-        results_dir=results))
-    changed = BASE.model_copy(update={"execution": execution, "check_models": check_models,
-                                      "experiment": name, "compare": None,
-                                      "agent": BASE.agent.model_copy(update={"api_key_env": "K"})})
+    execution = BASE.execution.model_copy(
+        update=dict(
+            retries=retries,
+            workspace_root=workspace,
+            keep_workspaces=keep,
+            debug=debug,
+            sample=sample,
+            results_dir=results,
+        )
+    )
+    changed = BASE.model_copy(
+        update={
+            "execution": execution,
+            "check_models": check_models,
+            "experiment": name,
+            "compare": None,
+            "agent": BASE.agent.model_copy(update={"api_key_env": "K"}),
+        }
+    )
     assert _hash(root, changed) == _hash(root, BASE)
 
 
@@ -108,8 +137,10 @@ def test_flatten_and_diff_put_hashed_fields_first() -> None:
     a = {"kind": "run_record", "replicate": 1, "identity": {"x": 1}, "identity_hash": "h1"}
     b = {"kind": "run_record", "replicate": 2, "identity": {"x": 2}, "identity_hash": "h2"}
     assert diff_records(a, b) == [
-        ("hashed", "identity.x", 1, 2), ("hashed", "identity_hash", "h1", "h2"),
-        ("recorded", "replicate", 1, 2)]
+        ("hashed", "identity.x", 1, 2),
+        ("hashed", "identity_hash", "h1", "h2"),
+        ("recorded", "replicate", 1, 2),
+    ]
     assert diff_records(a, a) == []
 
 

@@ -20,12 +20,12 @@ def _shim(folder: Path, name: str, body: str) -> None:
 def test_without_root_it_names_the_missing_packages_and_stops(tmp_path: Path) -> None:
     shims = tmp_path / "bin"
     shims.mkdir()
-    _shim(shims, "id", 'echo 1000\n')
+    _shim(shims, "id", "echo 1000\n")
     # Pretend chromium and tesseract-ocr are not installed; everything else is.
     _shim(
         shims,
         "dpkg-query",
-        'for last; do :; done\n'
+        "for last; do :; done\n"
         'case "$last" in chromium|tesseract-ocr) exit 1 ;; esac\n'
         "echo 'install ok installed'\n",
     )

@@ -369,8 +369,13 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
                 duration_ms=event.get("duration_ms"),
                 duration_api_ms=event.get("duration_api_ms"),
                 session_id=event.get("session_id"),
-                usage=Usage(**{k: v for k, v in (event.get("usage") or {}).items()
-                               if k in Usage.model_fields}),
+                usage=Usage(
+                    **{
+                        k: v
+                        for k, v in (event.get("usage") or {}).items()
+                        if k in Usage.model_fields
+                    }
+                ),
             )
     return summary
 

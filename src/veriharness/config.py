@@ -89,7 +89,13 @@ class AgentSettings(_Strict):
     max_turns: int = Field(default=40, ge=1)
     wall_clock_seconds: int = Field(default=900, ge=1)
     allowed_tools: tuple[str, ...] = (
-        "Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call",
+        "Read",
+        "Write",
+        "Edit",
+        "Bash",
+        "Glob",
+        "Grep",
+        "mcp__mllm__call",
     )
     tool_search: bool = False
 
@@ -328,9 +334,7 @@ def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
     if not tasks_dir.is_dir():
         raise ConfigError(f"tasks_dir {config.tasks_dir!r} is not a folder under {root}")
     if config.tasks == "all":
-        found = tuple(
-            sorted(p.name for p in tasks_dir.iterdir() if (p / "task.yaml").is_file())
-        )
+        found = tuple(sorted(p.name for p in tasks_dir.iterdir() if (p / "task.yaml").is_file()))
         if not found:
             raise ConfigError(f"tasks: 'all' found no task folder with task.yaml in {tasks_dir}")
         return found
@@ -360,6 +364,7 @@ def load_condition(conditions_dir: Path, condition_id: str) -> ConditionSpec:
         detail = _describe(error) if isinstance(error, ValidationError) else str(error)
         raise ConfigError(f"condition {condition_id!r} ({path}): {detail}") from None
     if spec.id != condition_id:
-        raise ConfigError(f"condition file {path} declares id {spec.id!r}; it must be "
-                          f"{condition_id!r}")
+        raise ConfigError(
+            f"condition file {path} declares id {spec.id!r}; it must be {condition_id!r}"
+        )
     return spec

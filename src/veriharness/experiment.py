@@ -114,8 +114,14 @@ class Definition:
 
 
 def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None) -> list[str]:
-    candidates = [config.prompts_dir, config.conditions_dir, config.tasks_dir, config.taxonomy,
-                  config.model_catalog, DEFAULT_CONFIG]
+    candidates = [
+        config.prompts_dir,
+        config.conditions_dir,
+        config.tasks_dir,
+        config.taxonomy,
+        config.model_catalog,
+        DEFAULT_CONFIG,
+    ]
     # An experiment record is an output whose every value is recorded; a config file is an input;
     # the workflow's merged config stands for the files it was merged from.
     wrapper = config_wrapper(config_file)
@@ -153,8 +159,10 @@ def load_definition(
     catalog = load_catalog(root / config.model_catalog)
     for profile in catalog.profiles:
         if is_placeholder_model(profile.provider.model):
-            raise ConfigError(f"model catalog {config.model_catalog}: profile {profile.name!r} "
-                              f"has a placeholder model {profile.provider.model!r}")
+            raise ConfigError(
+                f"model catalog {config.model_catalog}: profile {profile.name!r} "
+                f"has a placeholder model {profile.provider.model!r}"
+            )
     taxonomy_path = root / config.taxonomy
     if not taxonomy_path.is_file():
         raise ConfigError(f"taxonomy: no file {taxonomy_path}")
@@ -162,8 +170,17 @@ def load_definition(
     task_ids = resolve_task_ids(config, root)
     state = git_state(root, _input_paths(config, root, config_file))
     uncommitted = require_committed(state, config.allow_uncommitted)
-    return Definition(root, config, task_ids, conditions, catalog, load_taxonomy(taxonomy_path),
-                      state, uncommitted, config_file)
+    return Definition(
+        root,
+        config,
+        task_ids,
+        conditions,
+        catalog,
+        load_taxonomy(taxonomy_path),
+        state,
+        uncommitted,
+        config_file,
+    )
 
 
 def shared_identity(defn: Definition) -> dict[str, Any]:
@@ -176,15 +193,20 @@ def shared_identity(defn: Definition) -> dict[str, Any]:
             "public": defn.catalog.public_part(),
             "private_sha256": defn.catalog.private_hash(),
         },
-        "taxonomy": {"id": defn.taxonomy.id, "version": defn.taxonomy.version,
-                     "sha256": defn.taxonomy.sha256},
+        "taxonomy": {
+            "id": defn.taxonomy.id,
+            "version": defn.taxonomy.version,
+            "sha256": defn.taxonomy.sha256,
+        },
         "tool_schema_version": TOOL_SCHEMA_VERSION,
     }
 
 
 def prompt_values(defn: Definition) -> dict[str, str]:
-    return {"MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
-            "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH}
+    return {
+        "MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
+        "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+    }
 
 
 def condition_identity(defn: Definition, condition_id: str) -> dict[str, Any]:
@@ -199,13 +221,19 @@ def cell_identity(
     if condition_id not in defn.conditions:
         raise ConfigError(f"condition {condition_id!r} is not one of {list(defn.conditions)}")
     if task_id not in defn.task_ids:
-        raise ConfigError(f"task {task_id!r} is not one of the experiment's tasks "
-                          f"{list(defn.task_ids)}")
+        raise ConfigError(
+            f"task {task_id!r} is not one of the experiment's tasks {list(defn.task_ids)}"
+        )
     load_task(defn.root / defn.config.tasks_dir, task_id)
-    prompt = assemble(defn.root / defn.config.prompts_dir,
-                      defn.conditions[condition_id].modules, prompt_values(defn))
-    modules = [m.model_dump(exclude={"text", "value"}) | {"value_sha256": _value_hash(m.value)}
-               for m in prompt.modules]
+    prompt = assemble(
+        defn.root / defn.config.prompts_dir,
+        defn.conditions[condition_id].modules,
+        prompt_values(defn),
+    )
+    modules = [
+        m.model_dump(exclude={"text", "value"}) | {"value_sha256": _value_hash(m.value)}
+        for m in prompt.modules
+    ]
     identity = {
         "condition": condition_identity(defn, condition_id),
         "task": task_identity(defn.root / defn.config.tasks_dir / task_id, task_id),
@@ -223,11 +251,14 @@ def _lookup(url: str, headers: dict[str, str], what: str) -> str | None:
     try:
         response = httpx.get(url, headers=headers, timeout=30.0)
     except httpx.HTTPError as error:
-        raise ModelCheckError(f"{what}: the provider could not be reached "
-                              f"({type(error).__name__})") from None
+        raise ModelCheckError(
+            f"{what}: the provider could not be reached ({type(error).__name__})"
+        ) from None
     if response.status_code != 200:
-        raise ModelCheckError(f"{what}: the provider answered HTTP {response.status_code} "
-                              "to the model lookup (unknown model name, or no access)")
+        raise ModelCheckError(
+            f"{what}: the provider answered HTTP {response.status_code} "
+            "to the model lookup (unknown model name, or no access)"
+        )
     try:
         found = response.json().get("id")
     except (ValueError, AttributeError):
@@ -248,16 +279,20 @@ def check_models(defn: Definition) -> dict[str, Any]:
     what = f"agent model {agent.model!r} (endpoint {agent.endpoint})"
     if agent.endpoint == "offline":
         if agent.model != OFFLINE_AGENT_MODEL:
-            raise ModelCheckError(f"{what}: the offline endpoint serves only "
-                                  f"{OFFLINE_AGENT_MODEL!r}")
+            raise ModelCheckError(
+                f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
+            )
         resolved_agent = agent.model
     else:
         base = ANTHROPIC_API
         if agent.endpoint == "gateway":
-            base = ProviderSettings(api_style="anthropic-messages", base_url=agent.base_url or "",
-                                    model=agent.model).resolved_base_url()
-        headers = {"x-api-key": _env_key(agent.api_key_env, what),
-                   "anthropic-version": ANTHROPIC_VERSION}
+            base = ProviderSettings(
+                api_style="anthropic-messages", base_url=agent.base_url or "", model=agent.model
+            ).resolved_base_url()
+        headers = {
+            "x-api-key": _env_key(agent.api_key_env, what),
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
         resolved_agent = _lookup(f"{base}/v1/models/{agent.model}", headers, what) or agent.model
     profiles: dict[str, str] = {}
     for profile in defn.catalog.profiles:
@@ -265,8 +300,9 @@ def check_models(defn: Definition) -> dict[str, Any]:
         what = f"model {settings.model!r} of profile {profile.name!r} ({settings.api_style})"
         if settings.offline:
             if settings.model != OFFLINE_VISION_MODEL:
-                raise ModelCheckError(f"{what}: the offline model serves only "
-                                      f"{OFFLINE_VISION_MODEL!r}")
+                raise ModelCheckError(
+                    f"{what}: the offline model serves only {OFFLINE_VISION_MODEL!r}"
+                )
             profiles[profile.name] = "found"
             continue
         try:
@@ -313,9 +349,11 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
         tasks=tasks,
         shared=shared,
         cells=cells,
-        matrix={"conditions": list(defn.config.conditions),
-                "tasks": list(defn.selected_task_ids),
-                "replicates": defn.config.replicates},
+        matrix={
+            "conditions": list(defn.config.conditions),
+            "tasks": list(defn.selected_task_ids),
+            "replicates": defn.config.replicates,
+        },
         model_check=model_check,
         provenance=provenance.model_dump(mode="json"),
         execution=execution_record(defn.config, defn.config_file),
@@ -323,9 +361,7 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
     )
 
 
-def execution_record(
-    config: ExperimentConfig, config_file: Path | None = None
-) -> dict[str, Any]:
+def execution_record(config: ExperimentConfig, config_file: Path | None = None) -> dict[str, Any]:
     """Execution settings, the start checks' switches, and the scheduler's cores and resource
     caps when Snakemake ran it: recorded, never hashed."""
     return config.execution.model_dump(mode="json") | {
@@ -336,12 +372,19 @@ def execution_record(
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, required=True,
-                        help="config YAML/JSON, or an experiment.json to rerun")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        required=True,
+        help="config YAML/JSON, or an experiment.json to rerun",
+    )
     parser.add_argument("--config-json", help="JSON object merged over the config file")
     parser.add_argument("--project-root", type=Path, help="default: the VeriHarness checkout")
-    parser.add_argument("--allow-uncommitted", action="store_true",
-                        help="run with uncommitted inputs; records say so")
+    parser.add_argument(
+        "--allow-uncommitted",
+        action="store_true",
+        help="run with uncommitted inputs; records say so",
+    )
 
 
 def load_from_args(args: argparse.Namespace) -> tuple[ExperimentConfig, Path]:
@@ -357,8 +400,11 @@ def load_from_args(args: argparse.Namespace) -> tuple[ExperimentConfig, Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("--skip-model-check", action="store_true",
-                        help="do not look model names up with their provider (dry runs)")
+    parser.add_argument(
+        "--skip-model-check",
+        action="store_true",
+        help="do not look model names up with their provider (dry runs)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
 
 
@@ -376,7 +422,9 @@ def run(args: argparse.Namespace) -> int:
     tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
     tmp.replace(args.out)
     cells = sum(len(v) for v in record.cells.values())
-    print(f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
-          f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
-          f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}")
+    print(
+        f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
+        f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
+        f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
+    )
     return 0

@@ -51,8 +51,10 @@ def prepare_run(
     recorded: dict[str, Any] | None = None,
 ) -> tuple[RunRecord, AssembledPrompt]:
     if not 1 <= replicate <= defn.config.replicates:
-        raise ConfigError(f"replicate {replicate} is outside 1..{defn.config.replicates} "
-                          "(the config's replicates)")
+        raise ConfigError(
+            f"replicate {replicate} is outside 1..{defn.config.replicates} "
+            "(the config's replicates)"
+        )
     identity, prompt = cell_identity(defn, condition_id, task_id)
     digest = identity_hash(identity)
     resolved_models = {"agent": defn.config.agent.model}
@@ -64,7 +66,8 @@ def prepare_run(
                 "experiment record; its inputs changed since check-experiment (run it again)"
             )
         resolved_models["agent"] = recorded.get("model_check", {}).get(
-            "agent_model", resolved_models["agent"])
+            "agent_model", resolved_models["agent"]
+        )
     provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models)
     record = RunRecord(
         experiment=defn.config.experiment,
@@ -101,9 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True)
     parser.add_argument("--replicate", type=int, required=True, help="1-based replicate index")
     parser.add_argument("--run-dir", type=Path, required=True)
-    parser.add_argument("--experiment-record", type=Path,
-                        help="experiment.json whose cell hash this run must match (default: the "
-                             "--config file when it is an experiment record)")
+    parser.add_argument(
+        "--experiment-record",
+        type=Path,
+        help="experiment.json whose cell hash this run must match (default: the "
+        "--config file when it is an experiment record)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         defn = load_definition(config, root, args.config)
         recorded = _recorded_experiment(args.experiment_record or args.config)
         if args.experiment_record is not None and recorded is None:
-            raise ConfigError(f"--experiment-record {args.experiment_record} is not a readable "
-                              "experiment record")
+            raise ConfigError(
+                f"--experiment-record {args.experiment_record} is not a readable experiment record"
+            )
         record, prompt = prepare_run(defn, args.condition, args.task, args.replicate, recorded)
     except DEFINITION_ERRORS as error:
         print(f"prepare: {error}", file=sys.stderr)

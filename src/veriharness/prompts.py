@@ -129,8 +129,9 @@ def extract_block(lines: list[str], path: Path | str) -> str:
             None,
         )
         if close is None:
-            raise PromptError(f"prompt module {path}: fenced block opened on line {i + 1} "
-                              "is never closed")
+            raise PromptError(
+                f"prompt module {path}: fenced block opened on line {i + 1} is never closed"
+            )
         blocks.append("\n".join(lines[i + 1 : close]))
         i = close + 1
     if len(blocks) != 1:
@@ -150,11 +151,14 @@ def load_module(prompts_dir: Path | str, module_id: str) -> PromptModule:
     try:
         header = ModuleHeader(**header_data)
     except ValidationError as error:
-        raise PromptError(f"prompt module {path}: header {error.errors()[0]['loc']}: "
-                          f"{error.errors()[0]['msg']}") from None
+        raise PromptError(
+            f"prompt module {path}: header {error.errors()[0]['loc']}: {error.errors()[0]['msg']}"
+        ) from None
     if header.id != path.stem:
-        raise PromptError(f"prompt module {path}: header id {header.id!r} differs from the file "
-                          f"stem {path.stem!r}")
+        raise PromptError(
+            f"prompt module {path}: header id {header.id!r} differs from the file "
+            f"stem {path.stem!r}"
+        )
     template = extract_block(body, path)
     return PromptModule(
         header=header,
@@ -173,16 +177,20 @@ def resolve_module(module: PromptModule, values: dict[str, str]) -> ResolvedModu
     if name is not None:
         token = "{{" + name + "}}"
         if token not in text:
-            raise PromptError(f"prompt module {module.path}: declared placeholder {token} does "
-                              "not occur in its fenced block")
+            raise PromptError(
+                f"prompt module {module.path}: declared placeholder {token} does "
+                "not occur in its fenced block"
+            )
         if name not in values:
             raise PromptError(f"prompt module {module.path}: no value supplied for {token}")
         value = values[name]
         text = text.replace(token, value)
     leftover = _PLACEHOLDER.findall(text)
     if leftover:
-        raise PromptError(f"prompt module {module.path}: unresolved placeholder(s) "
-                          f"{sorted({'{{' + p + '}}' for p in leftover})} in its fenced block")
+        raise PromptError(
+            f"prompt module {module.path}: unresolved placeholder(s) "
+            f"{sorted({'{{' + p + '}}' for p in leftover})} in its fenced block"
+        )
     return ResolvedModule(
         id=module.id,
         slot=module.header.slot,
@@ -203,8 +211,10 @@ def assemble(
     modules = [load_module(prompts_dir, m) for m in module_ids]
     for module in modules:
         if module.header.slot not in _SLOT_ORDER:
-            raise PromptError(f"prompt module {module.path} is a {module.header.slot} file and "
-                              "is never sent; list the normative module instead")
+            raise PromptError(
+                f"prompt module {module.path} is a {module.header.slot} file and "
+                "is never sent; list the normative module instead"
+            )
     slots = [m.header.slot for m in modules]
     repeated = sorted({s for s in slots if slots.count(s) > 1})
     if repeated:

@@ -34,8 +34,17 @@ __all__ = [
     "collect_provenance",
 ]
 
-PACKAGES = ("veriharness", "snakemake", "mcp", "pydantic", "httpx", "pillow", "playwright",
-            "jsonschema", "pyyaml")
+PACKAGES = (
+    "veriharness",
+    "snakemake",
+    "mcp",
+    "pydantic",
+    "httpx",
+    "pillow",
+    "playwright",
+    "jsonschema",
+    "pyyaml",
+)
 
 
 class UncommittedChanges(RuntimeError):
@@ -76,15 +85,22 @@ def git_state(root: Path, inputs: list[str]) -> GitState:
     """The commit of ``root`` and which of ``inputs`` (paths relative to it) are uncommitted."""
     top = _git(root, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
-        return GitState(is_repository=False, commit=None, dirty_files=tuple(inputs),
-                        error=top.stderr.strip() or "not a git repository")
+        return GitState(
+            is_repository=False,
+            commit=None,
+            dirty_files=tuple(inputs),
+            error=top.stderr.strip() or "not a git repository",
+        )
     head = _git(root, "rev-parse", "HEAD")
     commit = head.stdout.strip() if head.returncode == 0 else None
-    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--", *inputs)
+    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *inputs)
     if status.returncode != 0:
-        return GitState(is_repository=True, commit=commit, dirty_files=tuple(inputs),
-                        error=status.stderr.strip())
+        return GitState(
+            is_repository=True,
+            commit=commit,
+            dirty_files=tuple(inputs),
+            error=status.stderr.strip(),
+        )
     return GitState(is_repository=True, commit=commit, dirty_files=_parse_porcelain(status.stdout))
 
 

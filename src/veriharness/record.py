@@ -130,9 +130,14 @@ def diff_records(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, A
         left, right = flat_a.get(field, missing), flat_b.get(field, missing)
         if left != right:
             section = "hashed" if _is_hashed(field) else "recorded"
-            rows.append((section, field,
-                         "<absent>" if left is missing else left,
-                         "<absent>" if right is missing else right))
+            rows.append(
+                (
+                    section,
+                    field,
+                    "<absent>" if left is missing else left,
+                    "<absent>" if right is missing else right,
+                )
+            )
     rows.sort(key=lambda row: (row[0] != "hashed", row[1]))
     return rows
 
@@ -152,8 +157,10 @@ def _read(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise SystemExit(f"record diff: {path} is not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("kind") not in ("run_record", "experiment_record"):
-        raise SystemExit(f"record diff: {path} is not a run or experiment record (kind "
-                         f"{data.get('kind') if isinstance(data, dict) else None!r})")
+        raise SystemExit(
+            f"record diff: {path} is not a run or experiment record (kind "
+            f"{data.get('kind') if isinstance(data, dict) else None!r})"
+        )
     return data
 
 

@@ -23,9 +23,11 @@ ANTHROPIC_KEY_VALUE = "sk-stub-secret-0123456789abcdef"
 
 def header_only_png(width: int, height: int) -> bytes:
     """A PNG that declares a size but holds no pixels: enough for Pillow to read the header."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")
 
@@ -132,8 +134,17 @@ def mllm(
     env |= {"VH_STUB_URL": stub.base, "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
-              "--catalog", str(catalog_file), "--trace", str(trace_path)],
+        args=[
+            "-m",
+            "veriharness",
+            "mllm-server",
+            "--workspace",
+            str(workspace),
+            "--catalog",
+            str(catalog_file),
+            "--trace",
+            str(trace_path),
+        ],
         env=env,
     )
     errlog = open(server_log, "w")  # noqa: SIM115

@@ -66,8 +66,9 @@ class BlockingMcpClient:
         assert self._session is not None
         return self._run(self._session.list_tools())
 
-    def call(self, arguments: dict[str, Any], tool: str = "call",
-             meta: dict[str, Any] | None = None) -> Any:
+    def call(
+        self, arguments: dict[str, Any], tool: str = "call", meta: dict[str, Any] | None = None
+    ) -> Any:
         assert self._session is not None
         return self._run(self._session.call_tool(tool, arguments, meta=meta))
 
@@ -75,4 +76,5 @@ class BlockingMcpClient:
         """Send a call and return at once; the future holds its result."""
         assert self._session is not None and self._loop is not None
         return asyncio.run_coroutine_threadsafe(
-            self._session.call_tool("call", arguments), self._loop)
+            self._session.call_tool("call", arguments), self._loop
+        )

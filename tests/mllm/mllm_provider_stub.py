@@ -42,8 +42,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         begun = time.perf_counter()
         length = int(self.headers.get("content-length", "0"))
-        record = Received(self.path, {k.lower(): v for k, v in self.headers.items()},
-                          self.rfile.read(length))
+        record = Received(
+            self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length)
+        )
         self.server.record(record)
         behaviour = self.path.strip("/").split("/", 1)[0]
         if behaviour == "hang":
@@ -60,10 +61,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(self) -> dict[str, Any]:
         text = self.server.next_reply()
         if self.path.endswith("/v1/messages"):
-            return {"model": "stub-anthropic", "content": [{"type": "text", "text": text}],
-                    "usage": {"input_tokens": 11, "output_tokens": 7}}
-        return {"model": "stub-openai", "choices": [{"message": {"content": text}}],
-                "usage": {"prompt_tokens": 13, "completion_tokens": 5}}
+            return {
+                "model": "stub-anthropic",
+                "content": [{"type": "text", "text": text}],
+                "usage": {"input_tokens": 11, "output_tokens": 7},
+            }
+        return {
+            "model": "stub-openai",
+            "choices": [{"message": {"content": text}}],
+            "usage": {"prompt_tokens": 13, "completion_tokens": 5},
+        }
 
     def _send(self, status: int, body: bytes) -> None:
         self.send_response(status)

@@ -57,7 +57,12 @@ def test_the_server_offers_one_tool_named_call_with_the_whole_request_schema(mll
     assert [t.name for t in tools] == ["call"]
     schema = tools[0].input_schema
     assert set(schema["properties"]) == {
-        "instruction", "inputs", "capability_tags", "output", "model_profile"}
+        "instruction",
+        "inputs",
+        "capability_tags",
+        "output",
+        "model_profile",
+    }
     assert set(schema["required"]) == {"instruction", "inputs", "capability_tags", "output"}
     taxonomy = load_taxonomy(project_root() / "prompts/taxonomy/capabilities-v0.1.yaml")
     assert schema["properties"]["capability_tags"]["items"]["enum"] == list(taxonomy.codes)
@@ -98,8 +103,12 @@ def test_full_and_region_of_one_file_under_two_labels(mllm, stub, workspace) -> 
     before = len(stub.received)
     inputs = [
         {"kind": "image", "label": "whole", "path": "shots/screen.png"},
-        {"kind": "image", "label": "detail", "path": "shots/screen.png",
-         "region": {"x": 0, "y": 0, "width": 320, "height": 200}},
+        {
+            "kind": "image",
+            "label": "detail",
+            "path": "shots/screen.png",
+            "region": {"x": 0, "y": 0, "width": 320, "height": 200},
+        },
         {"kind": "text", "label": "markup", "content": "<h1>Hi</h1>"},
     ]
     result = mllm.call(request(inputs=inputs))
@@ -143,8 +152,11 @@ def test_anthropic_backend_sends_key_version_and_base64_image(mllm, stub, worksp
 
 
 def test_json_output_ok_invalid_and_schema_invalid(mllm, stub) -> None:
-    schema = {"type": "object", "required": ["items"],
-              "properties": {"items": {"type": "array", "items": {"type": "integer"}}}}
+    schema = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+    }
     stub.replies.extend(['{"items": [1, 2]}', '{"items": [1,', '{"items": [1, "two"]}'])
     ok = mllm.call(request(output={"kind": "json", "schema": schema}))
     assert not ok.is_error and json.loads(text_of(ok)) == {"items": [1, 2]}
@@ -170,8 +182,10 @@ def test_json_contract_is_stated_in_the_request_and_native_mode_only_when_enable
     assert any("JSON" in t and json.dumps(schema) in t for t in openai_texts(plain))
     for output, expected in (
         ({"kind": "json"}, {"type": "json_object"}),
-        ({"kind": "json", "schema": schema},
-         {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}),
+        (
+            {"kind": "json", "schema": schema},
+            {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}},
+        ),
     ):
         before = len(stub.received)
         stub.replies.append('{"n": 1}')
@@ -185,51 +199,117 @@ def test_json_contract_is_stated_in_the_request_and_native_mode_only_when_enable
 REFUSALS = [
     ({"instruction": "  "}, ["instruction", '"  "', "blank"]),
     ({"inputs": []}, ["inputs", "[]", "at least 1"]),
-    ({"inputs": [{"kind": "image", "label": "a", "path": "alpha.png"},
-                 {"kind": "text", "label": "a", "content": "x"}]}, ["inputs", "'a'", "unique"]),
+    (
+        {
+            "inputs": [
+                {"kind": "image", "label": "a", "path": "alpha.png"},
+                {"kind": "text", "label": "a", "content": "x"},
+            ]
+        },
+        ["inputs", "'a'", "unique"],
+    ),
     ({"inputs": [{"kind": "video", "label": "v", "path": "x"}]}, ["inputs[0]", "'video'"]),
     ({"capability_tags": ["A1", "Q9"]}, ["capability_tags", "Q9", "valid codes: A1, A2"]),
     ({"capability_tags": ["A1", "A1"]}, ["capability_tags", "repeated", "A1"]),
     ({"capability_tags": []}, ["capability_tags", "[]"]),
     ({"output": {"kind": "text", "schema": {"type": "object"}}}, ["output", "kind 'json'"]),
-    ({"output": {"kind": "json", "schema": {"type": "bogus"}}},
-     ["output.schema", "bogus", "not a valid JSON Schema"]),
+    (
+        {"output": {"kind": "json", "schema": {"type": "bogus"}}},
+        ["output.schema", "bogus", "not a valid JSON Schema"],
+    ),
     ({"model_profile": "gpt-imaginary"}, ["model_profile", "gpt-imaginary", "default, native"]),
     ({"model_profile": "nokey"}, ["VH_TEST_UNSET_KEY", "not set"]),
     ({"temperature": 0.2}, ["temperature", "0.2", "not permitted"]),
-    ({"inputs": [{"kind": "image", "label": "up", "path": "../outside/secret.png"}]},
-     ["'up'", "../outside/secret.png", ".."]),
-    ({"inputs": [{"kind": "image", "label": "abs", "path": "/etc/hostname"}]},
-     ["'abs'", "/etc/hostname", "outside the workspace"]),
-    ({"inputs": [{"kind": "image", "label": "ln", "path": "link.png"}]},
-     ["'ln'", "link.png", "symlink"]),
-    ({"inputs": [{"kind": "image", "label": "gone", "path": "missing.png"}]},
-     ["'gone'", "missing.png", "no such file"]),
-    ({"inputs": [{"kind": "image", "label": "dir", "path": "folder.png"}]},
-     ["'dir'", "folder.png", "not a regular file"]),
-    ({"inputs": [{"kind": "image", "label": "txt", "path": "notes.txt"}]},
-     ["'txt'", "notes.txt", "not an image"]),
-    ({"inputs": [{"kind": "image", "label": "big", "path": "huge.png"}]},
-     ["'big'", "huge.png", "9000x5000", "40,000,000"]),
-    ({"inputs": [{"kind": "image", "label": "bmp", "path": "old.bmp"}]},
-     ["'bmp'", "old.bmp", "BMP"]),
-    ({"inputs": [{"kind": "image", "label": "r", "path": "alpha.png",
-                  "region": {"x": 100, "y": 0, "width": 21, "height": 10}}]},
-     ["'r'", "x=121", "120x90", "never clamped"]),
-    ({"inputs": [{"kind": "image", "label": "r", "path": "alpha.png",
-                  "region": {"x": 0, "y": 0, "width": 0, "height": 10}}]},
-     ["inputs[0].region.width", "= 0", "greater than 0"]),
-    ({"inputs": [{"kind": "image", "label": "r", "path": "alpha.png",
-                  "region": {"x": -1, "y": 0, "width": 5, "height": 10}}]},
-     ["inputs[0].region.x", "= -1"]),
-    ({"inputs": [{"kind": "image", "label": "r", "path": "alpha.png",
-                  "region": {"x": 0.5, "y": 0, "width": 5, "height": 10}}]},
-     ["inputs[0].region.x", "0.5", "integer"]),
+    (
+        {"inputs": [{"kind": "image", "label": "up", "path": "../outside/secret.png"}]},
+        ["'up'", "../outside/secret.png", ".."],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "abs", "path": "/etc/hostname"}]},
+        ["'abs'", "/etc/hostname", "outside the workspace"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "ln", "path": "link.png"}]},
+        ["'ln'", "link.png", "symlink"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "gone", "path": "missing.png"}]},
+        ["'gone'", "missing.png", "no such file"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "dir", "path": "folder.png"}]},
+        ["'dir'", "folder.png", "not a regular file"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "txt", "path": "notes.txt"}]},
+        ["'txt'", "notes.txt", "not an image"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "big", "path": "huge.png"}]},
+        ["'big'", "huge.png", "9000x5000", "40,000,000"],
+    ),
+    (
+        {"inputs": [{"kind": "image", "label": "bmp", "path": "old.bmp"}]},
+        ["'bmp'", "old.bmp", "BMP"],
+    ),
+    (
+        {
+            "inputs": [
+                {
+                    "kind": "image",
+                    "label": "r",
+                    "path": "alpha.png",
+                    "region": {"x": 100, "y": 0, "width": 21, "height": 10},
+                }
+            ]
+        },
+        ["'r'", "x=121", "120x90", "never clamped"],
+    ),
+    (
+        {
+            "inputs": [
+                {
+                    "kind": "image",
+                    "label": "r",
+                    "path": "alpha.png",
+                    "region": {"x": 0, "y": 0, "width": 0, "height": 10},
+                }
+            ]
+        },
+        ["inputs[0].region.width", "= 0", "greater than 0"],
+    ),
+    (
+        {
+            "inputs": [
+                {
+                    "kind": "image",
+                    "label": "r",
+                    "path": "alpha.png",
+                    "region": {"x": -1, "y": 0, "width": 5, "height": 10},
+                }
+            ]
+        },
+        ["inputs[0].region.x", "= -1"],
+    ),
+    (
+        {
+            "inputs": [
+                {
+                    "kind": "image",
+                    "label": "r",
+                    "path": "alpha.png",
+                    "region": {"x": 0.5, "y": 0, "width": 5, "height": 10},
+                }
+            ]
+        },
+        ["inputs[0].region.x", "0.5", "integer"],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), REFUSALS,
-                         ids=[f"refusal{i}" for i in range(len(REFUSALS))])
+@pytest.mark.parametrize(
+    ("overrides", "expected"), REFUSALS, ids=[f"refusal{i}" for i in range(len(REFUSALS))]
+)
 def test_refusals_reach_the_agent_naming_field_and_value_without_a_model_request(
     mllm, stub, trace_path: Path, overrides: dict[str, Any], expected: list[str]
 ) -> None:

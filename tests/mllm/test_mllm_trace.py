@@ -19,9 +19,11 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     region = {"x": 5, "y": 6, "width": 70, "height": 40}
     args = {
         "instruction": "Read the heading.",
-        "inputs": [{"kind": "image", "label": "full", "path": "shots/screen.png"},
-                   {"kind": "image", "label": "part", "path": "shots/screen.png", "region": region},
-                   {"kind": "text", "label": "hint", "content": "a heading"}],
+        "inputs": [
+            {"kind": "image", "label": "full", "path": "shots/screen.png"},
+            {"kind": "image", "label": "part", "path": "shots/screen.png", "region": region},
+            {"kind": "text", "label": "hint", "content": "a heading"},
+        ],
         "capability_tags": ["B1", "A1"],
         "output": {"kind": "json"},
     }
@@ -39,7 +41,8 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     for event, profile in zip(last_three, ("default", "claude", "broken"), strict=True):
         assert event.resolved_model_profile == profile
         assert event.resolved_model_config_hash == catalog.profile_config_hash(
-            catalog.resolve(profile))
+            catalog.resolve(profile)
+        )
         assert event.declared_capability_tags == ["B1", "A1"]
         assert (event.taxonomy.id, event.taxonomy.version) == ("veriharness-capabilities", "0.1")
         assert event.output == {"kind": "json"}
@@ -56,8 +59,9 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     assert ends[last_three[2].call_id].error_type == "http_status"
 
     received = stub.received[-3].json()
-    sent_crop = base64.b64decode(received["messages"][0]["content"][4]["image_url"]["url"]
-                                 .split(",", 1)[1])
+    sent_crop = base64.b64decode(
+        received["messages"][0]["content"][4]["image_url"]["url"].split(",", 1)[1]
+    )
     assert sha256_bytes(sent_crop) == last_three[0].inputs[1].attached_sha256
 
     text = trace_path.read_text()
@@ -83,10 +87,14 @@ def test_trace_keeps_the_agents_tool_use_id_when_the_client_sends_it(
     }
     stub.replies.append("Welcome")
     assert not mllm.call(args, meta={"claudecode/toolUseId": "toolu_abc123"}).is_error
-    assert mllm.call(args | {"capability_tags": ["Q9"]},
-                     meta={"claudecode/toolUseId": "toolu_refused"}).is_error
+    assert mllm.call(
+        args | {"capability_tags": ["Q9"]}, meta={"claudecode/toolUseId": "toolu_refused"}
+    ).is_error
     assert not mllm.call(args).is_error
     events = [json.loads(line) for line in trace_path.read_text().splitlines()]
     first_calls = [e for e in events if e["event"] in ("mllm_call_started", "mllm_call_rejected")]
     assert [e.get("tool_use_id") for e in first_calls[-3:]] == [
-        "toolu_abc123", "toolu_refused", None]
+        "toolu_abc123",
+        "toolu_refused",
+        None,
+    ]

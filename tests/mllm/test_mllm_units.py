@@ -52,8 +52,12 @@ def test_check_reply_statuses() -> None:
 
 
 def test_tags_are_checked_only_against_the_taxonomy_given() -> None:
-    args = {"instruction": "x", "inputs": [{"kind": "text", "label": "t", "content": "c"}],
-            "capability_tags": ["NEW1"], "output": {"kind": "text"}}
+    args = {
+        "instruction": "x",
+        "inputs": [{"kind": "text", "label": "t", "content": "c"}],
+        "capability_tags": ["NEW1"],
+        "output": {"kind": "text"},
+    }
     assert CallRequest.model_validate(args).capability_tags == ["NEW1"]
     with pytest.raises(ValueError, match="NEW1"):
         CallRequest.model_validate(args, context={"taxonomy_codes": ("A1",)})
@@ -69,8 +73,9 @@ def test_absolute_path_inside_the_workspace_is_accepted(tmp_path: Path) -> None:
 def test_cmyk_jpeg_region_is_sent_as_rgb_png(tmp_path: Path) -> None:
     noise_image(30, 20, seed=9).convert("CMYK").save(tmp_path / "c.jpg")
     region = {"x": 1, "y": 2, "width": 10, "height": 5}
-    prepared = prepare_image(tmp_path, ImageInput(kind="image", label="c", path="c.jpg",
-                                                  region=region))
+    prepared = prepare_image(
+        tmp_path, ImageInput(kind="image", label="c", path="c.jpg", region=region)
+    )
     assert prepared.media_type == "image/png" and prepared.data.startswith(b"\x89PNG")
     assert (prepared.width, prepared.height) == (30, 20)
 
@@ -80,13 +85,19 @@ def _settings(style: str, **extra: object) -> ProviderSettings:
 
 
 def test_payload_order_instruction_then_labelled_inputs_then_contract() -> None:
-    request = ModelRequest("Do it.", (PreparedText("notes", "abc"),),
-                           JsonOutput(kind="json", schema={"type": "array"}))
-    for backend in (OpenAIChatBackend(_settings("openai-chat")),
-                    AnthropicMessagesBackend(_settings("anthropic-messages"))):
+    request = ModelRequest(
+        "Do it.", (PreparedText("notes", "abc"),), JsonOutput(kind="json", schema={"type": "array"})
+    )
+    for backend in (
+        OpenAIChatBackend(_settings("openai-chat")),
+        AnthropicMessagesBackend(_settings("anthropic-messages")),
+    ):
         parts = backend.payload(request)["messages"][0]["content"]
         assert [p["text"] for p in parts] == [
-            "Do it.", 'Input "notes" (text):\nabc', contract_text(request.output)]
+            "Do it.",
+            'Input "notes" (text):\nabc',
+            contract_text(request.output),
+        ]
     assert contract_text(TextOutput(kind="text")) is None
     assert '{"type": "array"}' in contract_text(request.output)
 
@@ -95,15 +106,21 @@ def test_encoded_body_is_exactly_the_json_of_the_payload(tmp_path: Path) -> None
     noise_image(40, 30, seed=11).save(tmp_path / "a.png")
     noise_image(50, 20, seed=12).save(tmp_path / "b.png")
     images = tuple(
-        prepare_image(tmp_path, ImageInput(kind="image", label=label, path=f"{label}.png",
-                                           region=region))
+        prepare_image(
+            tmp_path, ImageInput(kind="image", label=label, path=f"{label}.png", region=region)
+        )
         for label, region in (("a", None), ("b", {"x": 3, "y": 4, "width": 20, "height": 10}))
     )
     tricky = 'quotes " and \\ back, <vh-image-00-0>, naïve 画面, \u2028 and \x00'
-    request = ModelRequest(f"Compare {tricky}", (PreparedText("t", tricky), *images),
-                           JsonOutput(kind="json", schema={"description": tricky}))
-    for backend in (OpenAIChatBackend(_settings("openai-chat", native_json=True)),
-                    AnthropicMessagesBackend(_settings("anthropic-messages"))):
+    request = ModelRequest(
+        f"Compare {tricky}",
+        (PreparedText("t", tricky), *images),
+        JsonOutput(kind="json", schema={"description": tricky}),
+    )
+    for backend in (
+        OpenAIChatBackend(_settings("openai-chat", native_json=True)),
+        AnthropicMessagesBackend(_settings("anthropic-messages")),
+    ):
         expected = json.dumps(backend.payload(request), ensure_ascii=False).encode("utf-8")
         assert backend.encode(request) == expected
         assert base64.b64encode(images[1].data) in expected
@@ -113,7 +130,8 @@ def test_splice_refuses_a_placeholder_that_is_not_unique(tmp_path: Path) -> None
     noise_image(4, 4, seed=13).save(tmp_path / "a.png")
     image = prepare_image(tmp_path, ImageInput(kind="image", label="a", path="a.png"))
     assert splice_images('["<p>"]', {"<p>": image}) == (
-        b'["' + base64.b64encode(image.data) + b'"]')
+        b'["' + base64.b64encode(image.data) + b'"]'
+    )
     with pytest.raises(ValueError, match="occurs 2 times"):
         splice_images('["<p>", "<p>"]', {"<p>": image})
 
@@ -134,18 +152,25 @@ def test_trace_lines_are_readable_before_the_writer_closes(tmp_path: Path) -> No
     writer.close()
 
 
-@pytest.mark.parametrize(("flag", "value", "fragment"), [
-    ("--workspace", "/nonexistent/ws", "is not a directory"),
-    ("--catalog", "/nonexistent/catalog.yaml", "catalog file not found"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "fragment"),
+    [
+        ("--workspace", "/nonexistent/ws", "is not a directory"),
+        ("--catalog", "/nonexistent/catalog.yaml", "catalog file not found"),
+    ],
+)
 def test_verb_refuses_bad_arguments_before_serving(
     tmp_path: Path, catalog_file: Path, flag: str, value: str, fragment: str
 ) -> None:
-    args = {"--workspace": str(tmp_path), "--catalog": str(catalog_file),
-            "--trace": str(tmp_path / "t.jsonl")} | {flag: value}
+    args = {
+        "--workspace": str(tmp_path),
+        "--catalog": str(catalog_file),
+        "--trace": str(tmp_path / "t.jsonl"),
+    } | {flag: value}
     argv = [sys.executable, "-m", "veriharness", "mllm-server"]
     for key, item in args.items():
         argv += [key, item]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 2 and fragment in done.stderr and value in done.stderr

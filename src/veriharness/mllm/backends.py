@@ -110,9 +110,7 @@ def _label_line(item: PreparedText | PreparedImage) -> str:
 def make_client(settings: ProviderSettings) -> httpx.Client:
     """A client with the profile's explicit timeouts and no transport-level retries."""
     timeout = httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
-    return httpx.Client(
-        timeout=timeout, transport=httpx.HTTPTransport(retries=0), trust_env=False
-    )
+    return httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(retries=0), trust_env=False)
 
 
 ImageData = Callable[[PreparedImage], str]
@@ -288,8 +286,10 @@ class AnthropicMessagesBackend(Backend):
                 data = image_data(item)
                 blocks.append({"type": "text", "text": _label_line(item)})
                 blocks.append(
-                    {"type": "image",
-                     "source": {"type": "base64", "media_type": item.media_type, "data": data}}
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": item.media_type, "data": data},
+                    }
                 )
         contract = contract_text(request.output)
         if contract:

@@ -35,8 +35,12 @@ __all__ = [
 # 40 megapixels: well above any screenshot (8K is 33 MP), far below what would exhaust memory.
 MAX_PIXELS = 40_000_000
 # Formats that both provider APIs take as image content; a region is always sent as PNG.
-ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif",
-                    "WEBP": "image/webp"}
+ACCEPTED_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "GIF": "image/gif",
+    "WEBP": "image/webp",
+}
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ def _open(label: str, path: str, data: bytes) -> Image.Image:
     width, height = image.size
     if width * height > MAX_PIXELS:
         raise _refuse(
-            label, path,
+            label,
+            path,
             f"image is {width}x{height} = {width * height:,} pixels, over the "
             f"{MAX_PIXELS:,} pixel limit",
         )
@@ -106,7 +111,8 @@ def _check_region(label: str, path: str, region: Region, width: int, height: int
     right, bottom = region.x + region.width, region.y + region.height
     if right > width or bottom > height:
         raise _refuse(
-            label, path,
+            label,
+            path,
             f"region {region.model_dump()} reaches x={right}, y={bottom}, outside the "
             f"{width}x{height} image (regions are never clamped)",
         )
@@ -132,7 +138,8 @@ def prepare_image(workspace: Path, item: ImageInput) -> PreparedImage:
         media_type = ACCEPTED_FORMATS.get(image.format or "")
         if media_type is None:
             raise _refuse(
-                item.label, item.path,
+                item.label,
+                item.path,
                 f"format {image.format} is not accepted by model APIs "
                 f"({', '.join(ACCEPTED_FORMATS)}); convert it, or give a region (sent as PNG)",
             )

@@ -240,5 +240,6 @@ def check_reply(output: TextOutput | JsonOutput, text: str) -> ReplyCheck:
         return ReplyCheck("ok", None)
     worst = best_match(errors)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return ReplyCheck("schema_invalid", _cap(f"schema violation at {worst.json_path}: "
-                                             f"{worst.message}") + more)
+    return ReplyCheck(
+        "schema_invalid", _cap(f"schema violation at {worst.json_path}: {worst.message}") + more
+    )

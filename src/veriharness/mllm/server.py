@@ -101,10 +101,18 @@ class CallService:
             client.close()
         self._clients.clear()
 
-    def _reject(self, call_id: str, arguments: dict[str, Any], message: str,
-                tool_use_id: str | None) -> ToolError:
-        self.trace.write(CallRejected(call_id=call_id, time=now(), error=message,
-                                      request=arguments, tool_use_id=tool_use_id))
+    def _reject(
+        self, call_id: str, arguments: dict[str, Any], message: str, tool_use_id: str | None
+    ) -> ToolError:
+        self.trace.write(
+            CallRejected(
+                call_id=call_id,
+                time=now(),
+                error=message,
+                request=arguments,
+                tool_use_id=tool_use_id,
+            )
+        )
         return ToolError(message)
 
     def call(self, arguments: dict[str, Any], tool_use_id: str | None = None) -> str:
@@ -117,16 +125,18 @@ class CallService:
         try:
             request = CallRequest.model_validate(arguments, context={"taxonomy_codes": codes})
         except ValidationError as error:
-            raise self._reject(call_id, arguments, describe_validation_error(error),
-                               tool_use_id) from None
+            raise self._reject(
+                call_id, arguments, describe_validation_error(error), tool_use_id
+            ) from None
         try:
             profile = self.catalog.resolve(request.model_profile)
             backend = backend_for(profile.provider)
             inputs = tuple(self._prepare(item) for item in request.inputs)
         except (CatalogError, RequestRefused) as error:
             raise self._reject(call_id, arguments, str(error), tool_use_id) from None
-        started = self._started(call_id, request, inputs, profile.name,
-                                self.catalog.profile_config_hash(profile))
+        started = self._started(
+            call_id, request, inputs, profile.name, self.catalog.profile_config_hash(profile)
+        )
         self.trace.write(started.model_copy(update={"tool_use_id": tool_use_id}))
         model_request = ModelRequest(request.instruction, inputs, request.output)
         client = self._client(profile.name, profile.provider)
@@ -134,22 +144,38 @@ class CallService:
         try:
             reply = backend.send(client, model_request)
         except ProviderError as error:
-            self.trace.write(CallFailed(call_id=call_id, time=now(), latency_ms=_ms(begun),
-                                        error_type=error.error_type, error=str(error)))
-            raise ToolError(f"model request failed ({error.error_type}): {error}; "
-                            "nothing was retried") from None
+            self.trace.write(
+                CallFailed(
+                    call_id=call_id,
+                    time=now(),
+                    latency_ms=_ms(begun),
+                    error_type=error.error_type,
+                    error=str(error),
+                )
+            )
+            raise ToolError(
+                f"model request failed ({error.error_type}): {error}; nothing was retried"
+            ) from None
         latency = _ms(begun)
         check = check_reply(request.output, reply.text)
-        self.trace.write(CallCompleted(
-            call_id=call_id, time=now(), latency_ms=latency, raw_response=reply.text,
-            parse_status=check.parse_status, diagnostic=check.diagnostic,
-            usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
-            provider_model=reply.provider_model,
-        ))
+        self.trace.write(
+            CallCompleted(
+                call_id=call_id,
+                time=now(),
+                latency_ms=latency,
+                raw_response=reply.text,
+                parse_status=check.parse_status,
+                diagnostic=check.diagnostic,
+                usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
+                provider_model=reply.provider_model,
+            )
+        )
         if check.parse_status in ("ok", "not_applicable"):
             return reply.text
-        return (f"The reply does not meet the requested JSON output ({check.parse_status}): "
-                f"{check.diagnostic}\nRaw reply:\n{reply.text}")
+        return (
+            f"The reply does not meet the requested JSON output ({check.parse_status}): "
+            f"{check.diagnostic}\nRaw reply:\n{reply.text}"
+        )
 
     def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:
         with self._lock:
@@ -163,23 +189,40 @@ class CallService:
             return PreparedText(item.label, item.content)
         return prepare_image(self.workspace, item)
 
-    def _started(self, call_id: str, request: CallRequest,
-                 inputs: tuple[PreparedText | PreparedImage, ...], profile: str,
-                 config_hash: str) -> CallStarted:
+    def _started(
+        self,
+        call_id: str,
+        request: CallRequest,
+        inputs: tuple[PreparedText | PreparedImage, ...],
+        profile: str,
+        config_hash: str,
+    ) -> CallStarted:
         traced: list[TracedText | TracedImage] = [
-            TracedText(label=i.label, content=i.content) if isinstance(i, PreparedText)
-            else TracedImage(label=i.label, path=i.path, file_sha256=i.file_sha256,
-                             region=i.region, attached_sha256=i.attached_sha256,
-                             attached_bytes=i.attached_bytes, media_type=i.media_type,
-                             width=i.width, height=i.height)
+            TracedText(label=i.label, content=i.content)
+            if isinstance(i, PreparedText)
+            else TracedImage(
+                label=i.label,
+                path=i.path,
+                file_sha256=i.file_sha256,
+                region=i.region,
+                attached_sha256=i.attached_sha256,
+                attached_bytes=i.attached_bytes,
+                media_type=i.media_type,
+                width=i.width,
+                height=i.height,
+            )
             for i in inputs
         ]
         return CallStarted(
-            call_id=call_id, time=now(), instruction=request.instruction, inputs=traced,
+            call_id=call_id,
+            time=now(),
+            instruction=request.instruction,
+            inputs=traced,
             declared_capability_tags=request.capability_tags,
             taxonomy=TaxonomyRef(id=self.taxonomy.id, version=self.taxonomy.version),
             output=request.output.model_dump(by_alias=True, exclude_none=True),
-            requested_model_profile=request.model_profile, resolved_model_profile=profile,
+            requested_model_profile=request.model_profile,
+            resolved_model_profile=profile,
             resolved_model_config_hash=config_hash,
         )
 
@@ -191,8 +234,9 @@ def _ms(begun: float) -> float:
 class _RawArgumentsTool(Tool):
     """A tool whose function gets the arguments dict as sent (see the module notes)."""
 
-    async def run(self, arguments: dict[str, Any], context: Any,
-                  convert_result: bool = False) -> Any:
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
         result = await self.fn(dict(arguments), _tool_use_id(context))
         return self.fn_metadata.convert_result(result) if convert_result else result
 
@@ -233,12 +277,17 @@ def build_server(service: CallService) -> MCPServer:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", required=True, type=Path,
-                        help="folder that image paths are confined to")
+    parser.add_argument(
+        "--workspace", required=True, type=Path, help="folder that image paths are confined to"
+    )
     parser.add_argument("--catalog", required=True, type=Path, help="model profile catalog YAML")
     parser.add_argument("--trace", required=True, type=Path, help="JSONL file events append to")
-    parser.add_argument("--taxonomy", type=Path, default=None,
-                        help="capability taxonomy YAML (default: the project's v0.1 file)")
+    parser.add_argument(
+        "--taxonomy",
+        type=Path,
+        default=None,
+        help="capability taxonomy YAML (default: the project's v0.1 file)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
