@@ -17,6 +17,9 @@ from veriharness.agent import (
     session_environment,
     summarize_transcript,
 )
+from veriharness.mllm.catalog import HANDED_ENV_PREFIX, take_handed_environment
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
@@ -48,6 +51,11 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
     )
     fields.update(overrides)
     (tmp_path / "project").mkdir(exist_ok=True)
+    # The example catalog for real providers: its profiles read OPENAI_*, ANTHROPIC_API_KEY and
+    # ANTHROPIC_VISION_BASE_URL.
+    (tmp_path / "catalog.yaml").write_text(
+        (ROOT / "config" / "model-catalog.example-real.yaml").read_text()
+    )
     return SessionPlan(**fields)  # type: ignore[arg-type]
 
 
@@ -84,6 +92,7 @@ def test_command_line_has_every_session_setting(tmp_path: Path) -> None:
         "--strict-mcp-config",
         "--max-turns 7",
         "--model veriharness-offline-agent-1",
+        "--tools Read,Write",
         "--allowedTools Read,Write,mcp__mllm__call",
         "--permission-mode bypassPermissions",
     ):
@@ -120,6 +129,37 @@ def test_a_real_agent_with_an_offline_callmllm_profile_gets_only_the_profile_add
     assert recorded["VERIHARNESS_OFFLINE_URL"] == "http://127.0.0.1:4242"
 
 
+def test_the_catalogs_variables_reach_the_mllm_server_with_the_callers_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-callers-anthropic-key")
+    monkeypatch.setenv("ANTHROPIC_VISION_BASE_URL", "http://10.9.8.7:1/vision")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-callers-openai-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    plan = _plan(tmp_path, Path("/bin/true"))  # an offline agent: its own key is a dummy
+    env, recorded = session_environment(plan, tmp_path / "cfg", "http://127.0.0.1:4242")
+    assert env["ANTHROPIC_API_KEY"] == "offline-model-needs-no-key"
+    assert "ANTHROPIC_VISION_BASE_URL" not in env  # dropped for the agent...
+    handed = {k: v for k, v in env.items() if k.startswith(HANDED_ENV_PREFIX)}
+    assert handed == {  # ...and handed to the mllm server, which restores them
+        HANDED_ENV_PREFIX + "ANTHROPIC_API_KEY": "sk-callers-anthropic-key",
+        HANDED_ENV_PREFIX + "ANTHROPIC_VISION_BASE_URL": "http://10.9.8.7:1/vision",
+        HANDED_ENV_PREFIX + "OPENAI_API_KEY": "sk-callers-openai-key",
+    }
+    assert all(recorded[k] == "***" for k in handed)
+    text = json.dumps(recorded)
+    assert "sk-callers" not in text and "10.9.8.7" not in text
+    server_env = dict(env)
+    assert take_handed_environment(server_env) == [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_VISION_BASE_URL",
+        "OPENAI_API_KEY",
+    ]
+    assert server_env["ANTHROPIC_API_KEY"] == "sk-callers-anthropic-key"
+    assert server_env["ANTHROPIC_VISION_BASE_URL"] == "http://10.9.8.7:1/vision"
+    assert not any(k.startswith(HANDED_ENV_PREFIX) for k in server_env)
+
+
 def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", api_key_env="NOT_SET_ANYWHERE")
@@ -130,7 +170,7 @@ def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.Monke
 def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     events = [
-        {"type": "system", "subtype": "init",
+        {"type": "system", "subtype": "init", "tools": ["Write", "Read", "mcp__mllm__call"],
          "mcp_servers": [{"name": "mllm", "status": "connected"}]},
         {"type": "assistant", "message": {"content": []}},
         {"type": "result", "subtype": "success", "is_error": False, "num_turns": 4,
@@ -141,6 +181,7 @@ def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
     transcript.write_text("\n".join(json.dumps(e) for e in events) + "\n{cut-off line")
     summary = summarize_transcript(transcript)
     assert summary["mllm_connected"] is True
+    assert summary["session_tools"] == ["Read", "Write", "mcp__mllm__call"]
     assert summary["num_turns"] == 4
     assert summary["usage"].cache_read_input_tokens == 3
     assert summary["result_subtype"] == "success"

@@ -25,6 +25,7 @@ from veriharness.tools import find_claude
 TASKS = ["landing-page", "pricing-table"]
 SCREENSHOT_ONLY = "pricing-table"
 CONDITIONS = ["b3-absent", "b3-present"]
+ALLOWED_TOOLS = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"]
 MARKER_FILE = f"CLAUDE-MD-MARKER-{uuid.uuid4().hex}"
 MARKER_COMMIT = f"COMMIT-MARKER-{uuid.uuid4().hex}"
 RUN_FILES = [
@@ -102,6 +103,8 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
             outcome = json.loads((run / "outcome.json").read_text())
             assert outcome["status"] == "ok", outcome
             assert outcome["mllm_connected"] is True
+            # Only the configured tools exist in the session: no WebSearch, WebFetch, Task, ...
+            assert outcome["session_tools"] == sorted(ALLOWED_TOOLS), outcome["session_tools"]
             assert outcome["offline"] is True
             record = json.loads((run / "run.json").read_text())
             assert (record["condition"], record["task"]) == (condition, task)

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.mllm.catalog import (
+    HANDED_ENV_PREFIX,
+    OFFLINE_URL_ENV,
+    expand_env_refs,
+    handed_environment,
+    load_catalog,
+)
 from veriharness.tools import claude_version, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
 
@@ -108,6 +114,7 @@ class AgentOutcome(BaseModel):
     session_seconds: float | None = None  # the claude process alone, from start to exit
     session_id: str | None = None
     mllm_connected: bool | None = None
+    session_tools: list[str] | None = None  # the tools the session's init event listed
     answer_present: bool = False
     claude_version: str | None = None
     offline: bool
@@ -165,6 +172,10 @@ def mcp_config(plan: SessionPlan, workspace: Path) -> dict[str, Any]:
 
 
 def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
+    """The claude command. `--tools` makes the built-in tools of `allowed_tools` the only ones
+    the session has (`--allowedTools` alone only pre-approves them, and bypassPermissions
+    approves everything anyway: WebSearch, WebFetch, Task and some twenty more would be there)."""
+    built_in = [tool for tool in plan.allowed_tools if not tool.startswith("mcp__")]
     return [
         str(plan.claude),
         "-p", USER_MESSAGE,
@@ -175,6 +186,7 @@ def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
         "--strict-mcp-config",
         "--max-turns", str(plan.max_turns),
         "--model", plan.model,
+        "--tools", ",".join(built_in),
         "--allowedTools", ",".join(plan.allowed_tools),
         "--permission-mode", "bypassPermissions",
     ]  # fmt: skip
@@ -185,8 +197,10 @@ def session_environment(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The session's environment, and the part of it VeriHarness set, masked for the record.
 
-    Inherited variables pass through (the MCP server needs the catalog's key variables), except
-    Anthropic settings of the calling shell, which would silently redirect the session."""
+    Inherited variables pass through, except Anthropic settings of the calling shell, which
+    would silently redirect the session. The catalog's own variables (keys, `${VAR}` base URLs)
+    are also handed to the mllm server under a prefix, so a profile gets the caller's values
+    even where the session's differ (ANTHROPIC_API_KEY) or are dropped (ANTHROPIC_*_BASE_URL)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     ours: dict[str, str] = {
         "CLAUDE_CONFIG_DIR": str(config_dir),
@@ -197,6 +211,7 @@ def session_environment(
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
+    ours.update(handed_environment(load_catalog(plan.catalog), os.environ))
     if offline_url is not None:
         ours[OFFLINE_URL_ENV] = offline_url  # for CallMLLM profiles served by the offline model
     if plan.endpoint == "offline":
@@ -218,7 +233,7 @@ def session_environment(
 
 
 def _masked(name: str, value: str, plan: SessionPlan) -> str:
-    if any(hint in name.upper() for hint in _SECRET_HINTS):
+    if name.startswith(HANDED_ENV_PREFIX) or any(hint in name.upper() for hint in _SECRET_HINTS):
         return _MASK
     if name == "ANTHROPIC_BASE_URL" and plan.endpoint != "offline":
         return _MASK  # a private gateway's address is a secret too
@@ -360,6 +375,9 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
         if event.get("type") == "system" and event.get("subtype") == "init":
             servers = {s.get("name"): s.get("status") for s in event.get("mcp_servers", [])}
             summary["mllm_connected"] = servers.get("mllm") == "connected"
+            tools = event.get("tools")
+            if isinstance(tools, list):
+                summary["session_tools"] = sorted(str(tool) for tool in tools)
         elif event.get("type") == "result":
             summary.update(
                 result_subtype=event.get("subtype"),

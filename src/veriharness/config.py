@@ -101,8 +101,10 @@ class AgentSettings(_Strict):
 
     def identity(self) -> dict[str, Any]:
         """The settings that define a run: all but the key's variable name, which only says
-        where the key is read from."""
-        return self.model_dump(mode="json", exclude={"api_key_env"})
+        where the key is read from, plus how `allowed_tools` is applied. Sessions once had
+        Claude Code's whole default tool set whatever `allowed_tools` said; since `--tools`
+        makes the list exclusive, `tool_set` keeps such runs from passing for today's."""
+        return self.model_dump(mode="json", exclude={"api_key_env"}) | {"tool_set": "exclusive"}
 
     @field_validator("model")
     @classmethod

@@ -377,3 +377,43 @@ def test_a_call_waiting_on_its_provider_does_not_hold_up_another(mllm, stub, tra
     ends = [e for e in events[-4:] if e["event"] != "mllm_call_started"]
     assert [e["event"] for e in ends] == ["mllm_call_completed", "mllm_call_failed"]
     assert started[ends[1]["call_id"]]["resolved_model_profile"] == "patient"
+
+
+def test_handed_over_variables_replace_the_sessions_own_in_the_server(
+    stub, workspace: Path, catalog_file: Path, tmp_path: Path
+) -> None:
+    """The agent session hands the catalog's variables over under a prefix (its own
+    ANTHROPIC_* values are for the agent); the server process must use the handed values."""
+    import os
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+    from mllm_mcp_client import BlockingMcpClient
+
+    from veriharness.mllm.catalog import HANDED_ENV_PREFIX
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VH_STUB_URL", "VH_TEST_ANTHROPIC_KEY") and not k.startswith("ANTHROPIC_")
+    }
+    env |= {
+        "VH_TEST_ANTHROPIC_KEY": "the-agents-dummy-key",
+        HANDED_ENV_PREFIX + "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE,
+        HANDED_ENV_PREFIX + "VH_STUB_URL": stub.base,
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
+              "--catalog", str(catalog_file), "--trace", str(tmp_path / "trace.jsonl")],
+        env=env,
+    )  # fmt: skip
+    with open(tmp_path / "server.log", "w") as errlog, BlockingMcpClient(params, errlog) as client:
+        before = len(stub.received)
+        result = client.call(request(model_profile="claude"))
+        assert not result.is_error, text_of(result)
+    received = one_new(stub, before)
+    assert received.path == "/ok/v1/messages"  # the base URL came only under the prefix
+    assert received.headers["x-api-key"] == ANTHROPIC_KEY_VALUE
+    trace = (tmp_path / "trace.jsonl").read_text()
+    assert ANTHROPIC_KEY_VALUE not in trace and "the-agents-dummy-key" not in trace

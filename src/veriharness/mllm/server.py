@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import threading
 import time
@@ -47,7 +48,13 @@ from veriharness.mllm.backends import (
     backend_for,
     make_client,
 )
-from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
+from veriharness.mllm.catalog import (
+    CatalogError,
+    ModelCatalog,
+    ProviderSettings,
+    load_catalog,
+    take_handed_environment,
+)
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
     CallRequest,
@@ -291,6 +298,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    take_handed_environment(os.environ)
     if not args.workspace.is_dir():
         print(f"mllm-server: --workspace {args.workspace} is not a directory", file=sys.stderr)
         return 2
