@@ -27,6 +27,6 @@ rule all:
     default_target: True
     input:
         f"{EXP_DIR}/tables/runs.csv",
-        f"{EXP_DIR}/comparison.csv",
+        COMPARISON,
         f"{EXP_DIR}/report",
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),

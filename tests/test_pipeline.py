@@ -286,6 +286,14 @@ def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
     return int(match.group(1)) if match else 0
 
 
+def test_compare_null_plans_no_comparison(project: Path) -> None:
+    planned = snakemake(project, "-n", "all", extra_config="experiment: nocompare\ncompare: null\n")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    text = planned.stdout + planned.stderr
+    assert re.search(r"^write_report\s+1\s*$", text, re.MULTILINE), text[-2000:]
+    assert "compare_conditions" not in text and "comparison.csv" not in text
+
+
 def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
     assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 0
     changed = snakemake(

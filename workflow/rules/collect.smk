@@ -6,7 +6,6 @@ localrules:
     summarize_condition,
     summarize_task,
     collect_tables,
-    compare_conditions,
     write_report,
 
 
@@ -39,30 +38,33 @@ rule collect_tables:
         "{VH} collect --experiment-dir {EXP_DIR} > {log} 2>&1"
 
 
-rule compare_conditions:
-    input:
-        f"{EXP_DIR}/tables/runs.csv",
-    output:
-        csv=report(
-            f"{EXP_DIR}/comparison.csv",
-            caption="../report/comparison.rst",
-            category="Comparison",
-        ),
-        md=f"{EXP_DIR}/comparison.md",
-    log:
-        f"{LOGS}/compare_conditions.log",
-    params:
-        baseline=config["compare"]["baseline"],
-        treatment=config["compare"]["treatment"],
-    shell:
-        "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
-        " --treatment {params.treatment} > {log} 2>&1"
+if COMPARE:
+
+    rule compare_conditions:
+        input:
+            f"{EXP_DIR}/tables/runs.csv",
+        output:
+            csv=report(
+                f"{EXP_DIR}/comparison.csv",
+                caption="../report/comparison.rst",
+                category="Comparison",
+            ),
+            md=f"{EXP_DIR}/comparison.md",
+        log:
+            f"{LOGS}/compare_conditions.log",
+        localrule: True
+        params:
+            baseline=COMPARE["baseline"],
+            treatment=COMPARE["treatment"],
+        shell:
+            "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
+            " --treatment {params.treatment} > {log} 2>&1"
 
 
 rule write_report:
     input:
         f"{EXP_DIR}/tables/runs.csv",
-        f"{EXP_DIR}/comparison.csv",
+        COMPARISON,
     output:
         report(
             directory(f"{EXP_DIR}/report"),

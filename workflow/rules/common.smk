@@ -33,6 +33,9 @@ TASK_DIR = f"{config['tasks_dir']}/{{task}}"
 TASKS = list_tasks(config)
 CONDITIONS = list(config["conditions"])
 REPLICATES = list(range(1, int(config["replicates"]) + 1))
+# `compare: null` asks for no comparison: no compare rule, and nothing waits for its file.
+COMPARE = config.get("compare")
+COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE else []
 # Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:
