@@ -221,6 +221,26 @@ def test_a_crashing_cli_is_a_recorded_failure(tmp_path: Path) -> None:
     assert "boom" in (plan.run_dir / "claude_stderr.log").read_text()
 
 
+def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> None:
+    init = {
+        "type": "system",
+        "subtype": "init",
+        "tools": ["Read"],
+        "mcp_servers": [{"name": "mllm", "status": "failed"}],
+    }
+    result = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 2}
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        f"echo '{json.dumps(init)}'; echo '{json.dumps(result)}'\n",
+    )  # fmt: skip
+    outcome = run_session(_plan(tmp_path, claude))
+    assert (outcome.status, outcome.exit_code, outcome.mllm_connected) == ("failed", 0, False)
+    assert outcome.error == (
+        "the mllm MCP server did not connect: CallMLLM was not available to the session"
+    )
+
+
 def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
     """SIGTERM or SIGINT to `veriharness run-agent` ends the claude process group it started."""
     import signal

@@ -127,3 +127,72 @@ def test_compare_command_on_collected_runs_finds_the_planted_effect(tmp_path) ->
 def test_compare_without_collected_tables_says_what_to_run(tmp_path) -> None:
     proc = _cmd("compare", "--experiment-dir", str(tmp_path), "--baseline", "a", "--treatment", "b")
     assert proc.returncode == 2 and "run `veriharness collect` first" in proc.stderr
+
+
+def test_runs_outside_the_experiment_or_failed_are_left_out_with_their_reason() -> None:
+    runs = _runs(
+        [
+            ("A", "t1", 1, 0.5, 1.0),
+            ("B", "t1", 1, 0.7, 1.0),
+            ("A", "t2", 1, 0.5, 1.0),
+            ("B", "t2", 1, 0.9, 1.0),  # stale: an older definition
+            ("A", "t3", 1, 0.5, 1.0),
+            ("B", "t3", 1, 0.1, 1.0),  # failed session
+            ("A", "t1", 2, 0.5, 1.0),  # left from a config with two replicates
+            ("B", "t1", 2, 0.9, 1.0),
+            ("A", "t4", 1, 0.5, 1.0),
+            ("B", "t4", 1, 0.6, 1.0),  # hit its turn limit: stays in
+        ]
+    )
+    runs["identity_hash"] = [f"h-{c}-{t}" for c, t in zip(runs.condition, runs.task, strict=True)]
+    runs.loc[3, "identity_hash"] = "h-old"
+    runs.loc[5, ["status"]] = "failed"
+    runs["reason"] = ""
+    runs.loc[5, "reason"] = "agent status failed: the mllm MCP server did not connect"
+    runs.loc[9, "status"] = "max_turns"
+    runs["in_matrix"] = pd.array([True] * 6 + [False, False] + [True, True], dtype="boolean")
+    cells = {c: {t: f"h-{c}-{t}" for t in ("t1", "t2", "t3", "t4")} for c in ("A", "B")}
+
+    table = compare.compare_conditions(runs, "A", "B", resamples=200, cells=cells)
+    ssim = table.set_index("measure").loc["metric_ssim"]
+    assert ssim.n_pairs == 2  # t1 r1 and t4 r1
+    assert ssim.mean_diff == pytest.approx((0.2 + 0.1) / 2)
+    assert table.attrs["only_baseline"] == 2  # t2 and t3 lost their treatment run
+    left_out = table.attrs["left_out"]
+    reasons = {(x["task"], x["replicate"], x["condition"]): x["reason"] for x in left_out}
+    assert reasons == {
+        ("t2", 1, "B"): "identity_hash differs from experiment.json (a run of an older definition)",
+        ("t3", 1, "B"): "status failed: agent status failed: the mllm MCP server did not connect",
+        ("t1", 2, "A"): "not in the experiment's matrix",
+        ("t1", 2, "B"): "not in the experiment's matrix",
+    }
+    md = compare.comparison_markdown(table)
+    assert "## Runs left out: 4" in md and "| B | t2 | 1 | identity_hash differs" in md
+    # Without experiment.json's cells there is no identity check.
+    unchecked = compare.compare_conditions(runs, "A", "B", resamples=200)
+    assert len(unchecked.attrs["left_out"]) == 3
+
+
+def test_compare_command_leaves_out_a_run_of_an_older_definition(tmp_path) -> None:
+    import json
+
+    exp = write_experiment(tmp_path / "results", tasks=3, replicates=1)
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet")
+    cells: dict[str, dict[str, str]] = {}
+    for row in runs.itertuples():
+        cells.setdefault(row.condition, {})[row.task] = row.identity_hash
+    cells["treat"]["task-001"] = "sha256:" + "0" * 64
+    (exp.exp_dir / "experiment.json").write_text(json.dumps({"cells": cells}))
+    args = ["compare", "--experiment-dir", str(exp.exp_dir), "--baseline", "base"]
+    done = _cmd(*args, "--treatment", "treat", "--resamples", "100")
+    assert done.returncode == 0, done.stderr
+    assert "1 runs left out" in done.stdout
+    md = (exp.exp_dir / "comparison.md").read_text()
+    assert "| treat | task-001 | 1 | identity_hash differs from experiment.json" in md
+    table = pd.read_csv(exp.exp_dir / "comparison.csv").set_index("measure")
+    assert table.loc["metric_ssim"].n_pairs == 2
+
+    (exp.exp_dir / "experiment.json").write_text(json.dumps({"cells": ["not", "a", "map"]}))
+    bad = _cmd(*args, "--treatment", "treat")
+    assert bad.returncode == 2 and "field 'cells' must map condition" in bad.stderr

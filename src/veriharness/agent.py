@@ -289,7 +289,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=f"wall-clock limit of {plan.wall_clock_seconds} s reached" if timed_out else None,
+            error=_error(plan, timed_out, summary),
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
@@ -401,11 +401,21 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
 def _status(exit_code: int | None, timed_out: bool, summary: dict[str, Any]) -> Status:
     if timed_out:
         return "timeout"
+    if summary.get("mllm_connected") is False:
+        return "failed"  # the condition under study needs CallMLLM; without it, no sample
     if summary.get("result_subtype") == "error_max_turns":
         return "max_turns"
     if exit_code != 0 or summary.get("is_error") or "result_subtype" not in summary:
         return "failed"
     return "ok"
+
+
+def _error(plan: SessionPlan, timed_out: bool, summary: dict[str, Any]) -> str | None:
+    if timed_out:
+        return f"wall-clock limit of {plan.wall_clock_seconds} s reached"
+    if summary.get("mllm_connected") is False:
+        return "the mllm MCP server did not connect: CallMLLM was not available to the session"
+    return None
 
 
 def _now() -> str:

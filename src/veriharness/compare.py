@@ -2,6 +2,13 @@
 
 Design notes:
 
+- Only runs that belong to the experiment are compared. Left out, each with its reason (listed
+  in comparison.md and counted in comparison.csv's attributes): a run outside the experiment's
+  matrix (a folder left from an earlier configuration), a run whose identity hash differs from
+  the one experiment.json gives its cell (a run of an older definition that was not redone), and
+  a run whose status is `failed` (the session itself broke: the CLI crashed, the provider
+  errored, or CallMLLM was not connected). Sessions that hit their turn or time limit stay in:
+  those are outcomes of the condition.
 - Runs are paired by (task, replicate): the same task and replicate number under both conditions.
   The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
   calls; for each, the difference is treatment minus baseline.
@@ -20,6 +27,7 @@ Design notes:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +41,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "ComparisonError",
     "measures",
+    "eligible_runs",
     "pair_runs",
     "bootstrap_ci",
     "compare_conditions",
@@ -68,18 +77,54 @@ def measures(runs: pd.DataFrame) -> list[str]:
     return metrics + [c for c in ("cost_usd", "turns", "mllm_calls") if c in runs.columns]
 
 
+def eligible_runs(
+    runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs a comparison may use, and the others with a `reason` column (see the module
+    notes). `cells` maps condition -> task -> identity hash, as experiment.json records it."""
+    reason = pd.Series(pd.NA, index=runs.index, dtype="object")
+    if "status" in runs:
+        failed = runs["status"] == "failed"
+        detail = runs["reason"].fillna("") if "reason" in runs else ""
+        reason = reason.mask(failed & reason.isna(), "status failed: " + detail)
+    if cells is not None and "identity_hash" in runs:
+        expected = pd.Series(
+            [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],
+            index=runs.index,
+            dtype="object",
+        )
+        stale = runs["identity_hash"].notna() & expected.notna()
+        stale &= runs["identity_hash"] != expected
+        reason = reason.mask(
+            stale, "identity_hash differs from experiment.json (a run of an older definition)"
+        )
+    if "in_matrix" in runs:
+        outside = runs["in_matrix"].fillna(True) == False  # noqa: E712 - a nullable column
+        reason = reason.mask(outside, "not in the experiment's matrix")
+    left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
+    return runs.loc[reason.isna()], left_out.reset_index(drop=True)
+
+
 def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
     """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
+    _check_conditions(runs, baseline, treatment)
+    return _pair(runs, baseline, treatment)
+
+
+def _pair(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
+    cols = _KEYS + ["status"] + measures(runs)
+    base = runs.loc[runs["condition"] == baseline, cols]
+    treat = runs.loc[runs["condition"] == treatment, cols]
+    return base.merge(treat, on=_KEYS, how="outer", suffixes=("_b", "_t"), indicator=True)
+
+
+def _check_conditions(runs: pd.DataFrame, baseline: str, treatment: str) -> None:
     conditions = sorted(runs["condition"].dropna().unique())
     for flag, name in (("--baseline", baseline), ("--treatment", treatment)):
         if name not in conditions:
             raise ComparisonError(f"{flag} {name!r} is not a condition of these runs {conditions}")
     if baseline == treatment:
         raise ComparisonError(f"--baseline and --treatment are both {baseline!r}")
-    cols = _KEYS + ["status"] + measures(runs)
-    base = runs.loc[runs["condition"] == baseline, cols]
-    treat = runs.loc[runs["condition"] == treatment, cols]
-    return base.merge(treat, on=_KEYS, how="outer", suffixes=("_b", "_t"), indicator=True)
 
 
 def bootstrap_ci(
@@ -114,11 +159,17 @@ def compare_conditions(
     treatment: str,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
+    cells: dict[str, dict[str, str]] | None = None,
 ) -> pd.DataFrame:
-    """One row per measure: paired mean difference, bootstrap CI, counts."""
+    """One row per measure: paired mean difference, bootstrap CI, counts. Runs that do not
+    belong to the experiment are left out first (`eligible_runs`); they are listed in
+    `attrs["left_out"]`."""
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
-    paired = pair_runs(runs, baseline, treatment)
+    _check_conditions(runs, baseline, treatment)
+    runs, left_out = eligible_runs(runs, cells)
+    left_out = left_out[left_out["condition"].isin([baseline, treatment])]
+    paired = _pair(runs, baseline, treatment)
     both = paired[paired["_merge"] == "both"]
     rows = []
     for measure in measures(runs):
@@ -159,6 +210,7 @@ def compare_conditions(
         paired=int(len(both)),
         only_baseline=int((paired["_merge"] == "left_only").sum()),
         only_treatment=int((paired["_merge"] == "right_only").sum()),
+        left_out=left_out.to_dict("records"),
     )
     return out
 
@@ -186,6 +238,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
         "| measure | better | n | excl. | baseline | treatment | diff | 95% CI | W/T/L |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    left_out = a.get("left_out", [])
     for r in table.itertuples():
         wtl = (
             f"{r.wins}/{r.ties}/{r.losses}"
@@ -197,6 +250,15 @@ def comparison_markdown(table: pd.DataFrame) -> str:
             f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
             f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {wtl} |"
         )
+    lines += ["", f"## Runs left out: {len(left_out)}", ""]
+    if left_out:
+        lines += ["| condition | task | replicate | reason |", "| --- | --- | --- | --- |"]
+        lines += [
+            f"| {x['condition']} | {x['task']} | {x['replicate']} | {x['reason']} |"
+            for x in left_out
+        ]
+    else:
+        lines.append("None: every run of both conditions belongs to this experiment.")
     return "\n".join(lines) + "\n"
 
 
@@ -204,6 +266,19 @@ def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
+    """Condition -> task -> identity hash from experiment.json; None when there is none."""
+    if not path.is_file():
+        return None
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ComparisonError(f"{path}: cannot read its cells ({exc})") from exc
+    if not isinstance(cells, dict) or not all(isinstance(v, dict) for v in cells.values()):
+        raise ComparisonError(f"{path}: field 'cells' must map condition -> task -> hash")
+    return cells
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -224,7 +299,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         table = compare_conditions(
-            pd.read_parquet(runs_path), args.baseline, args.treatment, args.seed, args.resamples
+            pd.read_parquet(runs_path),
+            args.baseline,
+            args.treatment,
+            args.seed,
+            args.resamples,
+            cells=_recorded_cells(args.experiment_dir / "experiment.json"),
         )
     except ComparisonError as exc:
         print(f"compare: {exc}", file=sys.stderr)
@@ -234,5 +314,8 @@ def run(args: argparse.Namespace) -> int:
     table.to_csv(tmp, index=False)
     os.replace(tmp, csv)
     _write(args.experiment_dir / "comparison.md", comparison_markdown(table))
-    print(f"compare: {len(table)} measures, {table.attrs['paired']} pairs -> {csv}")
+    print(
+        f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
+        f"{len(table.attrs['left_out'])} runs left out -> {csv}"
+    )
     return 0
