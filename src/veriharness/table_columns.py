@@ -178,7 +178,13 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
     Column("latency_ms", "Float64", "mllm_trace:latency_ms", "latency of the end event"),
     Column("input_tokens", "Int64", "mllm_trace:usage.input_tokens", "model input tokens"),
     Column("output_tokens", "Int64", "mllm_trace:usage.output_tokens", "model output tokens"),
-    Column("parse_status", "string", "mllm_trace:parse_status", "not_applicable/ok/invalid_json/…"),
+    Column(
+        "parse_status",
+        "string",
+        "mllm_trace:parse_status",
+        "not_applicable (text output), ok, invalid_json, schema_invalid, or check_failed (the "
+        "reply could not be checked; it is kept as received)",
+    ),
     Column("error_type", "string", "mllm_trace:error_type", "error class of a failed call"),
     Column("error", "string", "mllm_trace:error", "error text of a failed or rejected call"),
 )

@@ -217,6 +217,10 @@ REFUSALS = [
         {"output": {"kind": "json", "schema": {"type": "bogus"}}},
         ["output.schema", "bogus", "not a valid JSON Schema"],
     ),
+    (
+        {"output": {"kind": "json", "schema": {"items": {"$ref": "#/$defs/point"}}}},
+        ["output.schema", "$ref '#/$defs/point'", "must point inside the schema"],
+    ),
     ({"model_profile": "gpt-imaginary"}, ["model_profile", "gpt-imaginary", "default, native"]),
     ({"model_profile": "nokey"}, ["VH_TEST_UNSET_KEY", "not set"]),
     ({"temperature": 0.2}, ["temperature", "0.2", "not permitted"]),

@@ -51,6 +51,76 @@ def test_check_reply_statuses() -> None:
     assert status == "schema_invalid" and "$.a" in diagnostic and "'b'" in diagnostic
 
 
+def test_a_schema_ref_must_point_inside_the_schema() -> None:
+    from pydantic import ValidationError
+
+    defs = {"$defs": {"pt": {"type": "object", "required": ["x"]}, "anchored": {"$anchor": "n"}}}
+    for ref in ("#/$defs/pt", "#n", "#"):
+        JsonOutput(kind="json", schema={**defs, "items": {"$ref": ref}})
+    schema = {**defs, "type": "array", "items": {"$ref": "#/$defs/pt"}}
+    status, diagnostic = check_reply(JsonOutput(kind="json", schema=schema), '[{"y": 1}]')
+    assert status == "schema_invalid" and "'x'" in diagnostic
+    for ref, where in (
+        ("#/$defs/missing", "/items"),
+        ("https://example.org/point.json", "/items"),
+        ("#nowhere", "/items"),
+        ("other.json#/a", "/items"),
+    ):
+        with pytest.raises(ValidationError, match="must point inside the schema") as caught:
+            JsonOutput(kind="json", schema={**defs, "items": {"$ref": ref}})
+        assert f"at {where}: $ref {ref!r}" in str(caught.value)
+
+
+def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model has answered (and been paid): a crash while checking the reply must not lose it."""
+    from mllm_provider_stub import ProviderStub
+
+    from veriharness.mllm import server
+    from veriharness.mllm.catalog import load_catalog
+    from veriharness.taxonomy import load_taxonomy
+    from veriharness.tools import project_root
+
+    stub = ProviderStub().start()
+    try:
+        stub.replies.append('{"a": 1}')
+        catalog = tmp_path / "catalog.yaml"
+        catalog.write_text(
+            "profiles:\n  - name: default\n    description: stub\n"
+            f"    provider: {{api_style: openai-chat, base_url: '{stub.base}/ok/v1', model: m}}\n"
+        )
+        (tmp_path / "ws").mkdir()
+        taxonomy = load_taxonomy(project_root() / "prompts/taxonomy/capabilities-v0.1.yaml")
+        service = server.CallService(
+            (tmp_path / "ws").resolve(),
+            load_catalog(catalog),
+            taxonomy,
+            TraceWriter(tmp_path / "trace.jsonl"),
+        )
+
+        def broken(output: object, text: str) -> object:
+            raise RecursionError("maximum recursion depth exceeded")
+
+        monkeypatch.setattr(server, "check_reply", broken)
+        request = {
+            "instruction": "Give a JSON object.",
+            "inputs": [{"kind": "text", "label": "note", "content": "x"}],
+            "capability_tags": ["B1"],
+            "output": {"kind": "json"},
+        }
+        answer = service.call(request)
+    finally:
+        stub.stop()
+    assert "check_failed" in answer and '{"a": 1}' in answer
+    events = read_trace(tmp_path / "trace.jsonl")
+    completed = [e for e in events if e.event == "mllm_call_completed"]
+    assert len(completed) == 1
+    assert completed[0].raw_response == '{"a": 1}'
+    assert completed[0].parse_status == "check_failed"
+    assert "RecursionError: maximum recursion depth exceeded" in completed[0].diagnostic
+
+
 def test_tags_are_checked_only_against_the_taxonomy_given() -> None:
     args = {
         "instruction": "x",

@@ -43,7 +43,7 @@ __all__ = [
     "request_json_schema",
 ]
 
-ParseStatus = Literal["not_applicable", "ok", "invalid_json", "schema_invalid"]
+ParseStatus = Literal["not_applicable", "ok", "invalid_json", "schema_invalid", "check_failed"]
 _SHOWN_VALUE_CHARS = 120
 _SHOWN_DIAGNOSTIC_CHARS = 300
 _BRANCHES = ("text", "image", "json")
@@ -116,7 +116,58 @@ class JsonOutput(BaseModel):
             except SchemaError as error:
                 where = "/".join(str(p) for p in error.path) or "(root)"
                 raise ValueError(f"not a valid JSON Schema at {where}: {error.message}") from None
+            _check_refs(schema, schema, "")
         return schema
+
+
+def _check_refs(node: Any, root: dict[str, Any], where: str) -> None:
+    """Every `$ref` must point inside the schema (`#`, `#/json/pointer` or `#anchor`), so the
+    reply can be checked after the model has been paid for; nothing is ever fetched."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            _check_refs(item, root, f"{where}/{index}")
+        return
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not _resolves(ref, root):
+        raise ValueError(
+            f"not a usable JSON Schema at {where or '(root)'}: $ref {ref!r} must point inside "
+            "the schema ('#/$defs/...' or '#anchor') and find something there"
+        )
+    for key, value in node.items():
+        _check_refs(value, root, f"{where}/{key}")
+
+
+def _resolves(ref: str, root: dict[str, Any]) -> bool:
+    if not ref.startswith("#"):
+        return False
+    fragment = ref[1:]
+    if fragment and not fragment.startswith("/"):
+        return fragment in _anchors(root)
+    node: Any = root
+    for part in filter(None, fragment.split("/")):
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False
+    return True
+
+
+def _anchors(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        if isinstance(node.get("$anchor"), str):
+            found.add(node["$anchor"])
+        for value in node.values():
+            found |= _anchors(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _anchors(item)
+    return found
 
 
 InputItem = Annotated[TextInput | ImageInput, Field(discriminator="kind")]

@@ -58,6 +58,7 @@ from veriharness.mllm.catalog import (
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
     CallRequest,
+    ReplyCheck,
     RequestRefused,
     TextInput,
     check_reply,
@@ -164,7 +165,12 @@ class CallService:
                 f"model request failed ({error.error_type}): {error}; nothing was retried"
             ) from None
         latency = _ms(begun)
-        check = check_reply(request.output, reply.text)
+        try:
+            check = check_reply(request.output, reply.text)
+        except Exception as error:  # the reply is paid for: it reaches the trace whatever happens
+            check = ReplyCheck(
+                "check_failed", f"the reply could not be checked: {type(error).__name__}: {error}"
+            )
         self.trace.write(
             CallCompleted(
                 call_id=call_id,
