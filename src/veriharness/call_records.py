@@ -228,7 +228,9 @@ def _call_row(seq: int, call: TraceCall, errors: list[str]) -> dict[str, Any]:
         row["latency_ms"] = typed_value(end.get("latency_ms"), "Float64", where, errors)
         row["input_tokens"] = typed_value(usage.get("input_tokens"), "Int64", where, errors)
         row["output_tokens"] = typed_value(usage.get("output_tokens"), "Int64", where, errors)
-        for field in ("parse_status", "provider_model", "error_type", "error"):
+        if name == "mllm_call_completed":
+            row["truncated"] = typed_value(end.get("truncated", False), "boolean", where, errors)
+        for field in ("parse_status", "provider_model", "stop_reason", "error_type", "error"):
             row[field] = end.get(field)
         request = end.get("request")
         if name == "mllm_call_rejected" and isinstance(request, dict) and row["tags"] is None:

@@ -175,6 +175,13 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
     Column("requested_profile", "string", "mllm_trace:requested_model_profile", "as asked"),
     Column("resolved_profile", "string", "mllm_trace:resolved_model_profile", "as resolved"),
     Column("provider_model", "string", "mllm_trace:provider_model", "model the provider named"),
+    Column("stop_reason", "string", "mllm_trace:stop_reason", "why the provider stopped"),
+    Column(
+        "truncated",
+        "boolean",
+        "mllm_trace:truncated",
+        "the reply stopped at the profile's output token limit",
+    ),
     Column("latency_ms", "Float64", "mllm_trace:latency_ms", "latency of the end event"),
     Column("input_tokens", "Int64", "mllm_trace:usage.input_tokens", "model input tokens"),
     Column("output_tokens", "Int64", "mllm_trace:usage.output_tokens", "model output tokens"),

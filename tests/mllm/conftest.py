@@ -106,6 +106,14 @@ profiles:
   - name: down
     description: nothing listens
     provider: {{api_style: openai-chat, base_url: "{down}/v1", model: m}}
+  - name: cut-openai
+    description: stops at its output token limit
+    provider: {{api_style: openai-chat, base_url: "{stub.base}/cut/v1", model: m,
+                max_output_tokens: 5}}
+  - name: cut-anthropic
+    description: stops at its output token limit
+    provider: {{api_style: anthropic-messages, base_url: "{stub.base}/cut", model: m,
+                max_output_tokens: 7}}
   - name: nokey
     description: key variable not set
     provider: {{api_style: openai-chat, base_url: "{stub.base}/ok/v1", model: m,

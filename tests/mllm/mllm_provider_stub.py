@@ -60,15 +60,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self) -> dict[str, Any]:
         text = self.server.next_reply()
+        cut = self.path.strip("/").startswith("cut")  # stopped at the output token limit
         if self.path.endswith("/v1/messages"):
             return {
                 "model": "stub-anthropic",
                 "content": [{"type": "text", "text": text}],
+                "stop_reason": "max_tokens" if cut else "end_turn",
                 "usage": {"input_tokens": 11, "output_tokens": 7},
             }
         return {
             "model": "stub-openai",
-            "choices": [{"message": {"content": text}}],
+            "choices": [
+                {"message": {"content": text}, "finish_reason": "length" if cut else "stop"}
+            ],
             "usage": {"prompt_tokens": 13, "completion_tokens": 5},
         }
 

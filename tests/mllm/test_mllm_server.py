@@ -421,3 +421,29 @@ def test_handed_over_variables_replace_the_sessions_own_in_the_server(
     assert received.headers["x-api-key"] == ANTHROPIC_KEY_VALUE
     trace = (tmp_path / "trace.jsonl").read_text()
     assert ANTHROPIC_KEY_VALUE not in trace and "the-agents-dummy-key" not in trace
+
+
+@pytest.mark.parametrize(
+    ("profile", "stop", "limit"), [("cut-openai", "length", 5), ("cut-anthropic", "max_tokens", 7)]
+)
+def test_a_reply_cut_at_the_token_limit_is_marked_for_agent_and_trace(
+    mllm, stub, trace_path: Path, profile: str, stop: str, limit: int
+) -> None:
+    stub.replies.append("The heading reads Wel")
+    result = mllm.call(request(model_profile=profile))
+    assert not result.is_error
+    assert text_of(result) == (
+        "The heading reads Wel\n[CallMLLM: the model stopped at its output limit of "
+        f"{limit} tokens; the reply above is cut off.]"
+    )
+    last = json.loads(trace_path.read_text().splitlines()[-1])
+    assert last["event"] == "mllm_call_completed"
+    assert (last["stop_reason"], last["truncated"]) == (stop, True)
+    assert last["raw_response"] == "The heading reads Wel"  # the trace keeps the reply as sent
+
+
+def test_a_complete_reply_says_why_the_provider_stopped(mllm, stub, trace_path: Path) -> None:
+    stub.replies.append("Welcome")
+    assert text_of(mllm.call(request())) == "Welcome"
+    last = json.loads(trace_path.read_text().splitlines()[-1])
+    assert (last["stop_reason"], last["truncated"]) == ("stop", False)

@@ -89,6 +89,8 @@ class ModelReply:
     input_tokens: int | None
     output_tokens: int | None
     provider_model: str | None
+    stop_reason: str | None = None  # as the provider says it (finish_reason / stop_reason)
+    truncated: bool = False  # the provider stopped at the output token limit
 
 
 def contract_text(output: TextOutput | JsonOutput) -> str | None:
@@ -262,10 +264,12 @@ class OpenAIChatBackend(Backend):
         return body
 
     def parse(self, body: Any) -> ModelReply:
-        message = body["choices"][0]["message"]
-        text = _require_str(message["content"], "choices[0].message.content")
+        choice = body["choices"][0]
+        text = _require_str(choice["message"]["content"], "choices[0].message.content")
         tokens_in, tokens_out = _usage(body, "prompt_tokens", "completion_tokens")
-        return ModelReply(text, tokens_in, tokens_out, body.get("model"))
+        stop = choice.get("finish_reason")
+        stop = stop if isinstance(stop, str) else None
+        return ModelReply(text, tokens_in, tokens_out, body.get("model"), stop, stop == "length")
 
 
 class AnthropicMessagesBackend(Backend):
@@ -308,7 +312,11 @@ class AnthropicMessagesBackend(Backend):
         if not texts:
             raise ValueError("no text block in content")
         tokens_in, tokens_out = _usage(body, "input_tokens", "output_tokens")
-        return ModelReply("".join(texts), tokens_in, tokens_out, body.get("model"))
+        stop = body.get("stop_reason")
+        stop = stop if isinstance(stop, str) else None
+        return ModelReply(
+            "".join(texts), tokens_in, tokens_out, body.get("model"), stop, stop == "max_tokens"
+        )
 
 
 _STYLES: dict[str, type[Backend]] = {

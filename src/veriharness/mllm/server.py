@@ -181,13 +181,21 @@ class CallService:
                 diagnostic=check.diagnostic,
                 usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
                 provider_model=reply.provider_model,
+                stop_reason=reply.stop_reason,
+                truncated=reply.truncated,
             )
         )
+        cut = (
+            f"\n[CallMLLM: the model stopped at its output limit of "
+            f"{profile.provider.max_output_tokens} tokens; the reply above is cut off.]"
+            if reply.truncated
+            else ""
+        )
         if check.parse_status in ("ok", "not_applicable"):
-            return reply.text
+            return reply.text + cut
         return (
             f"The reply does not meet the requested JSON output ({check.parse_status}): "
-            f"{check.diagnostic}\nRaw reply:\n{reply.text}"
+            f"{check.diagnostic}\nRaw reply:\n{reply.text}{cut}"
         )
 
     def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:

@@ -98,6 +98,8 @@ class CallCompleted(_Model):
     diagnostic: str | None
     usage: Usage
     provider_model: str | None
+    stop_reason: str | None = None
+    truncated: bool = False
 
 
 class CallFailed(_Model):
