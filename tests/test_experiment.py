@@ -101,6 +101,24 @@ def test_uncommitted_inputs_are_refused_and_named_unless_allowed(tmp_path: Path)
     assert "tasks/alpha/notes.txt" in record["provenance"]["git_dirty_files"]
 
 
+def test_inputs_git_cannot_vouch_for_are_refused_and_named(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outside = tmp_path / "my-experiment.yaml"  # a config file kept outside the project
+    outside.write_text((root / "config" / "config.yaml").read_text())
+    proc = vh(
+        "check-experiment", "--config", str(outside), "--project-root", str(root),
+        "--out", str(root / "results" / "t" / "experiment.json"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"{outside} (outside the project, so not under its git)" in proc.stderr
+    (root / ".gitignore").write_text("*.tmp\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore tmp files")
+    (root / "tasks" / "alpha" / "scratch.tmp").write_text("ignored, yet hashed with the task")
+    proc = check(root)
+    assert proc.returncode == 2 and "tasks/alpha/scratch.tmp" in proc.stderr
+
+
 def test_a_project_outside_git_is_refused(tmp_path: Path) -> None:
     root = make_project(tmp_path, commit=False)
     proc = check(root)

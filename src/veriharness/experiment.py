@@ -129,12 +129,19 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
         candidates.extend(str(s) for s in wrapper.get("sources", []))
     elif config_file is not None and wrapper.get("kind") != "experiment_record":
         candidates.append(str(config_file))
-    inside = []
-    for item in candidates:
-        path = (root / item).resolve()
-        if path.exists() and path.is_relative_to(root.resolve()):
-            inside.append(path.relative_to(root.resolve()).as_posix() or ".")
-    return inside
+    return [str((root / item).resolve()) for item in candidates if (root / item).exists()]
+
+
+def _git_checkable(paths: list[str], root: Path) -> tuple[list[str], list[str]]:
+    """Input paths inside the project (relative to it), and those outside it, which git cannot
+    vouch for."""
+    inside, outside = [], []
+    for path in map(Path, paths):
+        if path.is_relative_to(root):
+            inside.append(path.relative_to(root).as_posix() or ".")
+        else:
+            outside.append(f"{path} (outside the project, so not under its git)")
+    return inside, outside
 
 
 def config_wrapper(path: Path | None) -> dict[str, Any]:
@@ -168,7 +175,10 @@ def load_definition(
         raise ConfigError(f"taxonomy: no file {taxonomy_path}")
     conditions = {c: load_condition(root / config.conditions_dir, c) for c in config.conditions}
     task_ids = resolve_task_ids(config, root)
-    state = git_state(root, _input_paths(config, root, config_file))
+    inside, outside = _git_checkable(_input_paths(config, root, config_file), root)
+    state = git_state(root, inside)
+    if outside:
+        state = state.model_copy(update={"dirty_files": (*state.dirty_files, *outside)})
     uncommitted = require_committed(state, config.allow_uncommitted)
     return Definition(
         root,

@@ -93,7 +93,17 @@ def git_state(root: Path, inputs: list[str]) -> GitState:
         )
     head = _git(root, "rev-parse", "HEAD")
     commit = head.stdout.strip() if head.returncode == 0 else None
-    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *inputs)
+    # Ignored files count too: an input git ignores is as unrecorded as an untracked one.
+    status = _git(
+        root,
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignored=matching",
+        "--",
+        *inputs,
+    )
     if status.returncode != 0:
         return GitState(
             is_repository=True,
