@@ -132,6 +132,9 @@ def test_a_missing_answer_is_no_render_with_null_metrics(scored) -> None:
     assert len(record["metrics"]) == 9
     audit = _read(scored["missing"], "audit.json")
     assert audit["evidence"]["screenshot_substitution"] == {"checked": False}
+    unchecked = ("screenshot_substitution", "text_in_images", "absolute_pinning", "low_text_volume")
+    assert all(audit["flags"][name] is None for name in unchecked)  # unknown, not "clean"
+    assert audit["flags"]["files_outside_assets"] is False
 
 
 def test_an_image_of_the_reference_is_flagged_as_screenshot_substitution(scored) -> None:

@@ -71,7 +71,7 @@ class AuditThresholds(BaseModel):
 
 class AuditRecord(BaseModel):
     kind: Literal["audit"] = "audit"
-    flags: dict[str, bool]
+    flags: dict[str, bool | None]  # None: the check could not run (no usable render)
     evidence: dict[str, dict[str, Any]]
     thresholds: AuditThresholds
 
@@ -244,13 +244,13 @@ def audit_run(
 ) -> AuditRecord:
     """All six flags of one run. `dom`/`render_png` are None when there is no usable render."""
     limits = limits or AuditThresholds()
-    results: dict[str, tuple[bool, dict[str, Any]]] = {
+    results: dict[str, tuple[bool | None, dict[str, Any]]] = {
         "remote_dependencies": _remote(render, answer_dir),
         "files_outside_assets": _outside(answer_dir),
     }
     if dom is None or render_png is None:
         for name in FLAGS[2:]:
-            results[name] = (False, {"checked": False})
+            results[name] = (None, {"checked": False})
     else:
         results["screenshot_substitution"] = _substitution(dom, answer_dir, reference_png, limits)
         results["text_in_images"] = _text_in_images(dom, render_png, limits)
