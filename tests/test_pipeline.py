@@ -286,6 +286,29 @@ def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
     return int(match.group(1)) if match else 0
 
 
+def test_a_record_reruns_under_a_new_name_but_is_never_rewritten(
+    finished: Path, project: Path
+) -> None:
+    record = finished / "experiment.json"
+    before = record.read_bytes()
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+
+    def dry_run(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(record)]
+        return subprocess.run(
+            [*command, *extra], cwd=project, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    same = dry_run()
+    assert same.returncode != 0
+    assert "is the record this experiment would rewrite" in same.stdout + same.stderr
+    renamed = dry_run("--config", "experiment=example-rerun")
+    assert renamed.returncode == 0, renamed.stderr[-3000:]
+    assert _planned_agent_jobs(renamed) == 4  # the record's whole matrix, under the new name
+    assert "results/example-rerun/" in renamed.stdout + renamed.stderr
+    assert record.read_bytes() == before
+
+
 def test_compare_null_plans_no_comparison(project: Path) -> None:
     planned = snakemake(project, "-n", "all", extra_config="experiment: nocompare\ncompare: null\n")
     assert planned.returncode == 0, planned.stderr[-3000:]

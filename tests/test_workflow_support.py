@@ -69,6 +69,25 @@ def test_an_experiment_record_given_as_config_is_unwrapped() -> None:
     assert config == {"experiment": "old"}
 
 
+def test_command_line_overrides_still_apply_to_an_unwrapped_record() -> None:
+    config = {
+        "kind": "experiment_record",
+        "config": {"experiment": "old", "execution": {"debug": False, "retries": 1}},
+        "experiment": "new",
+    }
+    unwrap_experiment_record(config, {"experiment": "new", "execution": {"debug": "true"}})
+    assert config == {"experiment": "new", "execution": {"debug": "true", "retries": 1}}
+
+
+def test_a_record_given_as_config_is_not_rewritten_in_place(tmp_path: Path) -> None:
+    from veriharness.workflow_support import refuse_overwriting_a_record
+
+    record = tmp_path / "results" / "exp" / "experiment.json"
+    refuse_overwriting_a_record([tmp_path / "config.yaml"], record)
+    with pytest.raises(ValueError, match="--config experiment=<new-name>"):
+        refuse_overwriting_a_record([tmp_path / "config.yaml", record], record)
+
+
 def test_the_rerun_digest_follows_the_records_identity_rule() -> None:
     from veriharness.workflow_support import identity_settings_digest
 

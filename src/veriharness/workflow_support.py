@@ -7,9 +7,11 @@ small YAML reads, cached per task and per condition; no file is hashed at parse 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from veriharness.hashing import sha256_json
 
 __all__ = [
     "unwrap_experiment_record",
+    "refuse_overwriting_a_record",
     "coerce_command_line_values",
     "list_tasks",
     "task_files",
@@ -34,14 +37,39 @@ __all__ = [
 EFFECTIVE_CONFIG_NAME = "config.effective.json"
 
 
-def unwrap_experiment_record(config: dict[str, Any]) -> None:
+def unwrap_experiment_record(
+    config: dict[str, Any], overrides: Mapping[str, Any] | None = None
+) -> None:
     """Let `--configfile results/<exp>/experiment.json` rerun that experiment: the record's
-    resolved config replaces whatever the default config file had put there."""
+    resolved config replaces whatever the default config file had put there, and `overrides`
+    (Snakemake's `--config` values) still apply on top, as they would to any config file."""
     if config.get("kind") != "experiment_record":
         return
-    resolved = dict(config["config"])
+    resolved = copy.deepcopy(config["config"])
     config.clear()
     config.update(resolved)
+    _merge(config, overrides or {})
+
+
+def _merge(target: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+
+
+def refuse_overwriting_a_record(configfiles: Iterable[str | Path], record: str | Path) -> None:
+    """Stop when a config file given is the very experiment.json this run would rewrite: the
+    record of finished runs would be replaced by one of a new start."""
+    target = Path(record).resolve()
+    for path in configfiles:
+        if Path(path).resolve() == target:
+            raise ValueError(
+                f"--configfile {path} is the record this experiment would rewrite at start-up. "
+                "Rerun it under a new name (--config experiment=<new-name>) or from a copy of "
+                "the record kept elsewhere"
+            )
 
 
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")

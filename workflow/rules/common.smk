@@ -10,6 +10,7 @@ from veriharness.workflow_support import (
     condition_inputs,
     identity_settings_digest,
     list_tasks,
+    refuse_overwriting_a_record,
     task_files,
     unwrap_experiment_record,
     effective_config_path,
@@ -18,13 +19,14 @@ from veriharness.workflow_support import (
 )
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
-unwrap_experiment_record(config)
+unwrap_experiment_record(config, workflow.config_settings.config)
 coerce_command_line_values(config, SCHEMA)
 validate(config, SCHEMA, set_default=True)
 
 EXPERIMENT = config["experiment"]
 EXP_DIR = f"{config['execution']['results_dir']}/{EXPERIMENT}"
 LOGS = f"{EXP_DIR}/logs"
+refuse_overwriting_a_record(workflow.configfiles, f"{EXP_DIR}/experiment.json")
 RUN = f"{EXP_DIR}/{{condition}}/{{task}}/r{{replicate}}"
 RUN_LOG = "{condition}/{task}/r{replicate}.log"
 # Patterns, not functions: Snakemake fills wildcards into strings far faster than it calls
