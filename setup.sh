@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything VeriHarness needs on a Debian machine: system packages (chromium,
-# tesseract-ocr, fonts), the Python package with its dependencies, and the pinned Claude Code
+# tesseract-ocr, fonts, bubblewrap for the agent sandbox), the Python package with its dependencies, and the pinned Claude Code
 # CLI under .tools/claude. Safe to run again: finished steps are skipped quickly.
 #
 #   ./setup.sh          what the workflow needs
@@ -20,7 +20,7 @@ done
 say() { printf 'setup: %s\n' "$*"; }
 
 # --- system packages -----------------------------------------------------------------------
-apt_packages=(chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core fonts-liberation nodejs npm)
+apt_packages=(chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core fonts-liberation bubblewrap nodejs npm)
 [ "$want_test" = 1 ] && apt_packages+=(slurm-wlm munge)
 
 missing=()
@@ -44,7 +44,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: this shell cannot install them (needs root and apt-get). Ask an administrator for" >&2
     echo "       'apt-get install ${missing[*]}', or with conda:" >&2
     echo "       'conda install -c conda-forge tesseract nodejs' and point VERIHARNESS_CHROMIUM at a" >&2
-    echo "       Chromium or Chrome binary you have. Then run ./setup.sh again." >&2
+    echo "       Chromium or Chrome binary you have. Without bubblewrap, set agent.isolation: none" >&2
+    echo "       in your config to run sessions unsandboxed (recorded). Then run ./setup.sh again." >&2
     exit 1
   fi
 fi

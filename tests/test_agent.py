@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -43,6 +44,9 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         wall_clock_seconds=30,
         allowed_tools=["Read", "Write", "mcp__mllm__call"],
         tool_search=False,
+        # The scripted stand-ins for claude below write pid files next to themselves; the
+        # sandbox has its own test (test_a_sandboxed_session_sees_only_what_it_needs).
+        isolation="none",
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
         log_model_requests=False,
@@ -55,6 +59,9 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
     # ANTHROPIC_VISION_BASE_URL.
     (tmp_path / "catalog.yaml").write_text(
         (ROOT / "config" / "model-catalog.example-real.yaml").read_text()
+    )
+    (tmp_path / "taxonomy.yaml").write_text(
+        (ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml").read_text()
     )
     return SessionPlan(**fields)  # type: ignore[arg-type]
 
@@ -239,6 +246,44 @@ def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> No
     assert outcome.error == (
         "the mllm MCP server did not connect: CallMLLM was not available to the session"
     )
+
+
+def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
+    """A stand-in claude, run through bwrap as a real session is, probes what it can reach."""
+    project = tmp_path / "project"
+    (project / "tasks" / "alpha").mkdir(parents=True)
+    (project / "tasks" / "alpha" / "reference.html").write_text("<h1>the answer key</h1>")
+    other_run = tmp_path / "results" / "exp" / "cond" / "task" / "r2"
+    other_run.mkdir(parents=True)
+    (other_run / "outcome.json").write_text("{}")
+    (tmp_path / "bin").mkdir()
+    probe = (
+        f"exec > answer.html 2>&1\n"
+        f"cat {project}/tasks/alpha/reference.html && echo LEAK-TASK\n"
+        f"ls {other_run} && echo LEAK-RUN\n"
+        f"ls {tmp_path}/bin >/dev/null && echo SEES-OWN-INSTALL\n"
+        f"test -r {tmp_path / 'catalog.yaml'} && echo SEES-CATALOG\n"
+        f"echo x > {tmp_path / 'results' / 'exp' / 'cond' / 'task' / 'r1'}/probe.txt"
+        " && echo WRITES-RUN-DIR\n"
+        "echo x > /tmp/scratch && echo WRITES-TMP\n"
+        "ls /proc | grep -c '^[0-9]' | sed 's/^/PROCESSES=/'\n"
+        f"{sys.executable} -c 'import veriharness' && echo IMPORTS-VERIHARNESS\n"
+    )
+    claude = tmp_path / "bin" / "claude"
+    claude.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n' + probe
+    )
+    claude.chmod(0o755)
+    plan = _plan(tmp_path, claude, isolation="bwrap")
+    outcome = run_session(plan)
+    assert outcome.command[0].endswith("bwrap") and "--unshare-pid" in outcome.command
+    seen = (plan.run_dir / "answer" / "answer.html").read_text()
+    assert "LEAK-TASK" not in seen and "LEAK-RUN" not in seen, seen
+    assert "SEES-OWN-INSTALL" in seen and "WRITES-RUN-DIR" in seen and "WRITES-TMP" in seen
+    assert "IMPORTS-VERIHARNESS" in seen and "SEES-CATALOG" in seen, seen
+    assert int(seen.split("PROCESSES=")[1].split()[0]) < 10  # its own process tree only
+    assert (plan.run_dir / "probe.txt").read_text() == "x\n"
 
 
 def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:

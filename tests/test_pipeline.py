@@ -105,6 +105,7 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
             assert outcome["mllm_connected"] is True
             # Only the configured tools exist in the session: no WebSearch, WebFetch, Task, ...
             assert outcome["session_tools"] == sorted(ALLOWED_TOOLS), outcome["session_tools"]
+            assert Path(outcome["command"][0]).name == "bwrap"  # sandboxed by default
             assert outcome["offline"] is True
             record = json.loads((run / "run.json").read_text())
             assert (record["condition"], record["task"]) == (condition, task)

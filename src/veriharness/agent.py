@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from veriharness.isolation import claude_installation, python_paths, sandboxed
 from veriharness.mllm.catalog import (
     HANDED_ENV_PREFIX,
     OFFLINE_URL_ENV,
@@ -33,7 +34,7 @@ from veriharness.mllm.catalog import (
     handed_environment,
     load_catalog,
 )
-from veriharness.tools import claude_version, find_claude, project_root
+from veriharness.tools import claude_version, find_bwrap, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class SessionPlan(BaseModel):
     wall_clock_seconds: float
     allowed_tools: list[str]
     tool_search: bool
+    isolation: Literal["bwrap", "none"] = "bwrap"
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
@@ -149,6 +151,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         wall_clock_seconds=agent.wall_clock_seconds,
         allowed_tools=list(agent.allowed_tools),
         tool_search=agent.tool_search,
+        isolation=agent.isolation,
         offline_profiles=any(p.provider.offline for p in load_catalog(catalog).profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
@@ -275,6 +278,20 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
         with _model_endpoint(plan) as offline_url:
             env, recorded_env = session_environment(plan, config_dir, offline_url)
             command = command_line(plan, mcp_path)
+            if plan.isolation == "bwrap":
+                command = sandboxed(
+                    command,
+                    bwrap=find_bwrap(),
+                    readable=[
+                        *python_paths(),
+                        claude_installation(plan.claude),
+                        plan.catalog,
+                        plan.taxonomy,
+                    ],
+                    writable=[workspace, run_dir, config_dir],
+                    workdir=workspace,
+                    home=config_dir,
+                )
             base.update(command=command, environment=recorded_env)
             session_clock = time.monotonic()
             exit_code, timed_out = _run_process(command, env, workspace, plan)

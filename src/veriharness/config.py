@@ -98,6 +98,7 @@ class AgentSettings(_Strict):
         "mcp__mllm__call",
     )
     tool_search: bool = False
+    isolation: Literal["bwrap", "none"] = "bwrap"
 
     def identity(self) -> dict[str, Any]:
         """The settings that define a run: all but the key's variable name, which only says

@@ -1,4 +1,4 @@
-"""Where the external programs are: the pinned Claude Code CLI, Chromium and tesseract.
+"""Where the external programs are: the pinned Claude Code CLI, Chromium, tesseract and bwrap.
 
 Each `find_*` returns an absolute path or raises `MissingTool` with what is missing and how to get
 it; nothing silently falls back to a different version of a program.
@@ -20,6 +20,7 @@ __all__ = [
     "find_claude",
     "claude_version",
     "find_chromium",
+    "find_bwrap",
     "find_tesseract",
 ]
 
@@ -88,6 +89,17 @@ def find_chromium(explicit: str | None = None) -> Path:
     return found
 
 
+def find_bwrap() -> Path:
+    found = _which("bwrap")
+    if found is None:
+        raise MissingTool(
+            f"bwrap (bubblewrap) not found: {_SETUP_HINT} (Debian package 'bubblewrap'). It "
+            "sandboxes each agent session; to run sessions without it, set agent.isolation: "
+            "none (hashed into every run's identity)"
+        )
+    return found
+
+
 def find_tesseract() -> Path:
     found = _which("tesseract")
     if found is None:
@@ -116,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         ("claude", find_claude),
         ("chromium", find_chromium),
         ("tesseract", find_tesseract),
+        ("bwrap", find_bwrap),
     ):
         try:
             path = finder()
