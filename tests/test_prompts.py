@@ -190,3 +190,27 @@ def test_header_id_must_match_the_file_stem(tmp_path: Path) -> None:
 def test_two_modules_in_one_slot_are_refused() -> None:
     with pytest.raises(PromptError, match=r"slot\(s\) \['B1'\]"):
         assemble(PROMPTS, [B1, B1], VALUES)
+
+
+# The sent block of every released prompt version. A version is frozen once released (spec
+# D-0014/D-0018): a change to what Claude receives needs a new version file, never an edit of
+# these. Commentary outside the fence may change; it is not sent and not in these hashes.
+FROZEN_BLOCKS = {
+    "b1-callmllm-v0.1": "sha256:65a717a23c251781db11a2dc72d810013d850759480967417c2124d1382a5660",
+    "b2-image-to-code-v0.1": (
+        "sha256:501a3cb01c0e4121a2db9ebd4146fd0af54afc337602641455ccc6c84d9a2e95"
+    ),
+    "b3-verification-v0.1": (
+        "sha256:d3c9757a2bde81755f070a1df7c8fd5094d738bbd0a8aa1a3fca668c64eb7e74"
+    ),
+}
+
+
+@pytest.mark.parametrize("module_id", sorted(FROZEN_BLOCKS))
+def test_released_prompt_versions_are_frozen(module_id: str) -> None:
+    assert load_module(ROOT / "prompts", module_id).template_sha256 == FROZEN_BLOCKS[module_id]
+
+
+def test_every_prompt_version_in_the_repository_is_frozen_here() -> None:
+    released = {p.stem for p in (ROOT / "prompts").glob("b*-v*.md") if not p.stem.endswith(".zh")}
+    assert released == set(FROZEN_BLOCKS)
