@@ -241,7 +241,9 @@ def cell_identity(
         prompt_values(defn),
     )
     modules = [
-        m.model_dump(exclude={"text", "value"}) | {"value_sha256": _value_hash(m.value)}
+        # The placeholder's value is public (the catalog's names and descriptions, or the
+        # reference image's name in the workspace): the record keeps it, not just its hash.
+        m.model_dump(exclude={"text"}) | {"value_sha256": _value_hash(m.value)}
         for m in prompt.modules
     ]
     identity = {
