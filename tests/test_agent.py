@@ -248,6 +248,29 @@ def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> No
     )
 
 
+def test_secrets_a_session_prints_are_redacted_from_its_transcript_and_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_GATEWAY_KEY", "sk-gateway-secret-123456")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-abcdef")
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        'echo "{\\"type\\": \\"user\\", \\"env\\": \\"$ANTHROPIC_API_KEY $OPENAI_API_KEY\\"}"\n'
+        'echo "stderr: $ANTHROPIC_BASE_URL" >&2\n',
+    )
+    plan = _plan(
+        tmp_path, claude, endpoint="gateway", base_url="http://10.1.2.3:9/private",
+        api_key_env="MY_GATEWAY_KEY",
+    )  # fmt: skip
+    run_session(plan)
+    transcript = (plan.run_dir / "transcript.jsonl").read_text()
+    stderr = (plan.run_dir / "claude_stderr.log").read_text()
+    assert "sk-gateway-secret" not in transcript and "sk-openai-secret" not in transcript
+    assert "[redacted:ANTHROPIC_API_KEY] [redacted:OPENAI_API_KEY]" in transcript
+    assert "10.1.2.3" not in stderr and "[redacted:ANTHROPIC_BASE_URL]" in stderr
+
+
 def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
     """A stand-in claude, run through bwrap as a real session is, probes what it can reach."""
     project = tmp_path / "project"

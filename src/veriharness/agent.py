@@ -34,6 +34,7 @@ from veriharness.mllm.catalog import (
     handed_environment,
     load_catalog,
 )
+from veriharness.redaction import Redactor
 from veriharness.tools import claude_version, find_bwrap, find_claude, project_root
 from veriharness.workspace import copy_answer, create_workspace, remove_workspace
 
@@ -293,9 +294,18 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
                     home=config_dir,
                 )
             base.update(command=command, environment=recorded_env)
+            redact = Redactor(
+                {
+                    name.removeprefix(HANDED_ENV_PREFIX): env[name]
+                    for name, shown in recorded_env.items()
+                    if shown == _MASK
+                }
+            )
             session_clock = time.monotonic()
-            exit_code, timed_out = _run_process(command, env, workspace, plan)
+            exit_code, timed_out = _run_process(command, env, workspace, plan, redact)
             base["session_seconds"] = round(time.monotonic() - session_clock, 3)
+        for written_by_others in ("claude_stderr.log", "model_requests.jsonl"):
+            redact.rewrite(run_dir / written_by_others)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
         outcome = AgentOutcome(
@@ -326,7 +336,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
 
 
 def _run_process(
-    command: list[str], env: dict[str, str], workspace: Path, plan: SessionPlan
+    command: list[str], env: dict[str, str], workspace: Path, plan: SessionPlan, redact: Redactor
 ) -> tuple[int | None, bool]:
     stderr_path = plan.run_dir / "claude_stderr.log"
     with (
@@ -343,7 +353,9 @@ def _run_process(
             text=True,
             start_new_session=True,  # its own process group, so a timeout kills every child
         )
-        pump = threading.Thread(target=_copy_lines, args=(process.stdout, transcript), daemon=True)
+        pump = threading.Thread(
+            target=_copy_lines, args=(process.stdout, transcript, redact), daemon=True
+        )
         pump.start()
         timed_out = False
         try:
@@ -360,9 +372,9 @@ def _run_process(
     return process.returncode, timed_out
 
 
-def _copy_lines(source: Any, sink: Any) -> None:
+def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:
     for line in source:
-        sink.write(line)
+        sink.write(redact(line))
         sink.flush()
 
 

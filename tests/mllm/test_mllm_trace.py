@@ -98,3 +98,23 @@ def test_trace_keeps_the_agents_tool_use_id_when_the_client_sends_it(
         "toolu_refused",
         None,
     ]
+
+
+def test_a_key_the_agent_puts_in_an_instruction_is_redacted_from_the_trace(
+    mllm, stub, trace_path: Path
+) -> None:
+    args = {
+        "instruction": f"Read the heading. (debug: key={ANTHROPIC_KEY_VALUE})",
+        "inputs": [{"kind": "image", "label": "full", "path": "shots/screen.png"}],
+        "capability_tags": ["B1"],
+        "output": {"kind": "text"},
+    }
+    stub.replies.append("Welcome")
+    assert not mllm.call(args, meta={"claudecode/toolUseId": "toolu_redact"}).is_error
+    started = [
+        json.loads(line) for line in trace_path.read_text().splitlines() if '"toolu_redact"' in line
+    ]
+    assert started[0]["instruction"] == (
+        "Read the heading. (debug: key=[redacted:VH_TEST_ANTHROPIC_KEY])"
+    )
+    assert ANTHROPIC_KEY_VALUE not in trace_path.read_text()

@@ -160,6 +160,11 @@ class ModelCatalog(BaseModel):
     def offline(self) -> bool:
         return all(p.provider.offline for p in self.profiles)
 
+    def secrets(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The values in `environ` of the profiles' key variables and of the variables in their
+        base URLs (a private endpoint's address is a secret too)."""
+        return {name: environ[name] for name in self.environment_names() if name in environ}
+
     def environment_names(self) -> tuple[str, ...]:
         """The environment variables the profiles read: key variables and `${VAR}` in URLs."""
         names = {p.provider.api_key_env for p in self.profiles if p.provider.api_key_env}
@@ -170,11 +175,7 @@ class ModelCatalog(BaseModel):
 
 def handed_environment(catalog: ModelCatalog, environ: Mapping[str, str]) -> dict[str, str]:
     """The catalog's variables from `environ`, renamed for the trip to the mllm server."""
-    return {
-        HANDED_ENV_PREFIX + name: environ[name]
-        for name in catalog.environment_names()
-        if name in environ
-    }
+    return {HANDED_ENV_PREFIX + name: value for name, value in catalog.secrets(environ).items()}
 
 
 def take_handed_environment(environ: MutableMapping[str, str]) -> list[str]:

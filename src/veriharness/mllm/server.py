@@ -77,6 +77,7 @@ from veriharness.mllm.trace import (
     Usage,
     now,
 )
+from veriharness.redaction import Redactor
 from veriharness.taxonomy import Taxonomy, load_taxonomy
 from veriharness.tools import project_root
 
@@ -323,7 +324,8 @@ def run(args: argparse.Namespace) -> int:
     except (CatalogError, OSError, ValueError) as error:
         print(f"mllm-server: {error}", file=sys.stderr)
         return 2
-    service = CallService(args.workspace.resolve(), catalog, taxonomy, TraceWriter(args.trace))
+    trace = TraceWriter(args.trace, Redactor(catalog.secrets(os.environ)))
+    service = CallService(args.workspace.resolve(), catalog, taxonomy, trace)
     server = build_server(service)
     # httpx logs every request URL at INFO, and a provider URL may be private: keep it out of
     # the stderr that Claude Code collects.

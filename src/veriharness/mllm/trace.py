@@ -10,6 +10,7 @@ nor a base URL can reach the file.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -131,14 +132,15 @@ _EVENT = TypeAdapter(TraceEvent)
 class TraceWriter:
     """Appends events to one JSONL file; safe to share between concurrent calls."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redact: Callable[[str], str] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._redact = redact or (lambda text: text)
         self._lock = threading.Lock()
         self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the server
 
     def write(self, event: CallStarted | CallCompleted | CallFailed | CallRejected) -> None:
-        line = event.model_dump_json(by_alias=True) + "\n"
+        line = self._redact(event.model_dump_json(by_alias=True)) + "\n"
         with self._lock:
             self._handle.write(line)
             self._handle.flush()
