@@ -400,3 +400,13 @@ def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
         "veriharness.table_columns",
         "veriharness.trace_reading",
     ]
+
+
+def test_a_json_file_that_is_not_utf8_is_named_not_a_crash(tmp_path) -> None:
+    from veriharness.run_files import load_json
+
+    path = tmp_path / "metrics.json"
+    path.write_bytes(b'{"metrics": "\xff"}')
+    errors: list[str] = []
+    assert load_json(path, "metrics.json", errors) is None
+    assert errors == ["metrics.json: not UTF-8 text (invalid start byte at byte 13)"]

@@ -14,15 +14,24 @@ from typing import Any
 __all__ = ["load_json", "read_jsonl", "typed_value"]
 
 
-def load_json(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
-    """A JSON object from `path`, or None with the problem appended to `errors`."""
+def _read_text(path: Path, name: str, errors: list[str], *, lenient: bool) -> str | None:
+    """The file's text, or None with "absent" or "unreadable" appended to `errors`; `lenient`
+    replaces bytes that are not UTF-8 instead of failing."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8", errors="replace" if lenient else "strict")
     except FileNotFoundError:
         errors.append(f"{name}: absent")
-        return None
     except OSError as exc:
         errors.append(f"{name}: unreadable ({exc.strerror})")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    return None
+
+
+def load_json(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None with the problem appended to `errors`."""
+    text = _read_text(path, name, errors, lenient=False)
+    if text is None:
         return None
     try:
         data = json.loads(text)
@@ -37,13 +46,8 @@ def load_json(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None
 
 def read_jsonl(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]] | None:
     """The object lines of a JSON-lines file; a bad line is reported and skipped, not fatal."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        errors.append(f"{name}: absent")
-        return None
-    except OSError as exc:
-        errors.append(f"{name}: unreadable ({exc.strerror})")
+    text = _read_text(path, name, errors, lenient=True)
+    if text is None:
         return None
     events: list[dict[str, Any]] = []
     bad: list[int] = []

@@ -134,27 +134,22 @@ def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("stderr") / "server.log"
 
 
+def server_parameters(
+    workspace: Path, catalog: Path, trace: Path, env: dict[str, str]
+) -> StdioServerParameters:
+    """The real `veriharness mllm-server` process, as Claude Code would start it."""
+    args = ["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
+            "--catalog", str(catalog), "--trace", str(trace)]  # fmt: skip
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
 @pytest.fixture(scope="session")
 def mllm(
     stub: ProviderStub, workspace: Path, catalog_file: Path, trace_path: Path, server_log: Path
 ) -> Iterator[BlockingMcpClient]:
     env = {k: v for k, v in os.environ.items() if k != "VH_TEST_UNSET_KEY"}
     env |= {"VH_STUB_URL": stub.base, "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "veriharness",
-            "mllm-server",
-            "--workspace",
-            str(workspace),
-            "--catalog",
-            str(catalog_file),
-            "--trace",
-            str(trace_path),
-        ],
-        env=env,
-    )
+    params = server_parameters(workspace, catalog_file, trace_path, env)
     errlog = open(server_log, "w")  # noqa: SIM115
     with BlockingMcpClient(params, errlog) as client:
         yield client

@@ -389,9 +389,8 @@ def test_handed_over_variables_replace_the_sessions_own_in_the_server(
     """The agent session hands the catalog's variables over under a prefix (its own
     ANTHROPIC_* values are for the agent); the server process must use the handed values."""
     import os
-    import sys
 
-    from mcp.client.stdio import StdioServerParameters
+    from conftest import server_parameters
     from mllm_mcp_client import BlockingMcpClient
 
     from veriharness.mllm.catalog import HANDED_ENV_PREFIX
@@ -406,12 +405,7 @@ def test_handed_over_variables_replace_the_sessions_own_in_the_server(
         HANDED_ENV_PREFIX + "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE,
         HANDED_ENV_PREFIX + "VH_STUB_URL": stub.base,
     }
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
-              "--catalog", str(catalog_file), "--trace", str(tmp_path / "trace.jsonl")],
-        env=env,
-    )  # fmt: skip
+    params = server_parameters(workspace, catalog_file, tmp_path / "trace.jsonl", env)
     with open(tmp_path / "server.log", "w") as errlog, BlockingMcpClient(params, errlog) as client:
         before = len(stub.received)
         result = client.call(request(model_profile="claude"))
