@@ -37,6 +37,7 @@ from veriharness.config import (
 )
 from veriharness.hashing import sha256_bytes, sha256_file
 from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
+from veriharness.mllm.schema import tool_contract_sha256
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.prompts import REFERENCE_IMAGE_PATH, AssembledPrompt, PromptError, assemble
 from veriharness.provenance import (
@@ -209,6 +210,7 @@ def shared_identity(defn: Definition) -> dict[str, Any]:
             "sha256": defn.taxonomy.sha256,
         },
         "tool_schema_version": TOOL_SCHEMA_VERSION,
+        "tool_contract_sha256": tool_contract_sha256(defn.taxonomy.codes),
     }
 
 

@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from veriharness.hashing import sha256_json
+
 __all__ = [
     "RequestRefused",
     "Region",
@@ -37,6 +39,8 @@ __all__ = [
     "JsonOutput",
     "CallRequest",
     "ParseStatus",
+    "TOOL_DESCRIPTION",
+    "tool_contract_sha256",
     "ReplyCheck",
     "check_reply",
     "describe_validation_error",
@@ -47,6 +51,15 @@ ParseStatus = Literal["not_applicable", "ok", "invalid_json", "schema_invalid", 
 _SHOWN_VALUE_CHARS = 120
 _SHOWN_DIAGNOSTIC_CHARS = 300
 _BRANCHES = ("text", "image", "json")
+
+
+TOOL_DESCRIPTION = (
+    "CallMLLM: send one instruction with labelled text and image inputs to a fresh multimodal "
+    "model context and get its reply. Images are workspace files, attached whole or cropped to "
+    "an optional pixel region. The output is text, or JSON (optionally validated against a "
+    "schema; a reply that does not parse or validate comes back as raw text with a diagnostic). "
+    "One call is one model request; nothing is retried."
+)
 
 
 class RequestRefused(ValueError):
@@ -294,3 +307,10 @@ def check_reply(output: TextOutput | JsonOutput, text: str) -> ReplyCheck:
     return ReplyCheck(
         "schema_invalid", _cap(f"schema violation at {worst.json_path}: {worst.message}") + more
     )
+
+
+def tool_contract_sha256(taxonomy_codes: tuple[str, ...]) -> str:
+    """Digest of what the agent is shown of CallMLLM: the tool's description and its input
+    schema. Part of every run's identity, so a change to either reruns the sessions it affects."""
+    schema = request_json_schema(taxonomy_codes)
+    return sha256_json({"description": TOOL_DESCRIPTION, "input_schema": schema})

@@ -57,6 +57,7 @@ from veriharness.mllm.catalog import (
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
+    TOOL_DESCRIPTION,
     CallRequest,
     ReplyCheck,
     RequestRefused,
@@ -81,15 +82,7 @@ from veriharness.redaction import Redactor
 from veriharness.taxonomy import Taxonomy, load_taxonomy
 from veriharness.tools import project_root
 
-__all__ = ["TOOL_DESCRIPTION", "CallService", "build_server", "add_arguments", "run"]
-
-TOOL_DESCRIPTION = (
-    "CallMLLM: send one instruction with labelled text and image inputs to a fresh multimodal "
-    "model context and get its reply. Images are workspace files, attached whole or cropped to "
-    "an optional pixel region. The output is text, or JSON (optionally validated against a "
-    "schema; a reply that does not parse or validate comes back as raw text with a diagnostic). "
-    "One call is one model request; nothing is retried."
-)
+__all__ = ["CallService", "build_server", "add_arguments", "run"]
 
 
 class CallService:
