@@ -235,6 +235,11 @@ def test_real_model_names_are_looked_up_with_the_provider(tmp_path: Path, provid
     assert record["model_check"]["agent_model"] == "agent-model-1-20260101"
     assert record["provenance"]["resolved_models"]["agent"] == "agent-model-1-20260101"
     assert record["offline"] is False
+    unchecked = check(root, "--skip-model-check", env=env)
+    assert unchecked.returncode == 0, unchecked.stderr
+    skipped = json.loads((root / "results" / "t" / "experiment.json").read_text())
+    assert skipped["model_check"] == {"checked": False}
+    assert skipped["provenance"]["resolved_models"] == {"agent": None}  # not the requested name
     for secret in ("agent-secret", "vision-secret", provider):
         assert secret not in text + proc.stdout + proc.stderr
 

@@ -72,6 +72,7 @@ __all__ = [
     "load_from_args",
     "check_models",
     "build_experiment_record",
+    "resolved_models",
     "add_arguments",
     "run",
 ]
@@ -307,7 +308,8 @@ def check_models(defn: Definition) -> dict[str, Any]:
             "x-api-key": _env_key(agent.api_key_env, what),
             "anthropic-version": ANTHROPIC_VERSION,
         }
-        resolved_agent = _lookup(f"{base}/v1/models/{agent.model}", headers, what) or agent.model
+        # None when the provider knows the name but does not say what it resolves to.
+        resolved_agent = _lookup(f"{base}/v1/models/{agent.model}", headers, what)
     profiles: dict[str, str] = {}
     for profile in defn.catalog.profiles:
         settings = profile.provider
@@ -336,6 +338,13 @@ def check_models(defn: Definition) -> dict[str, Any]:
     return {"checked": True, "agent_model": resolved_agent, "profiles": profiles}
 
 
+def resolved_models(model_check: dict[str, Any]) -> dict[str, str | None]:
+    """What the agent's model name resolved to at the model check; None when the check was
+    skipped or the provider did not say (never the requested name passed off as resolved)."""
+    resolved = model_check.get("agent_model") if model_check.get("checked") else None
+    return {"agent": resolved if isinstance(resolved, str) else None}
+
+
 def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> ExperimentRecord:
     shared = shared_identity(defn)
     cells: dict[str, dict[str, str]] = {}
@@ -350,8 +359,7 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
     for c in defn.config.conditions:
         ident = condition_identity(defn, c)
         conditions[c] = ident | {"sha256": identity_hash(ident)}
-    resolved_models = {"agent": model_check.get("agent_model", defn.config.agent.model)}
-    provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models)
+    provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models(model_check))
     config = defn.config.resolved()
     return ExperimentRecord(
         experiment=defn.config.experiment,

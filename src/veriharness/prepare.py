@@ -27,6 +27,7 @@ from veriharness.experiment import (
     execution_record,
     load_definition,
     load_from_args,
+    resolved_models,
 )
 from veriharness.prompts import AssembledPrompt
 from veriharness.provenance import collect_provenance
@@ -57,7 +58,7 @@ def prepare_run(
         )
     identity, prompt = cell_identity(defn, condition_id, task_id)
     digest = identity_hash(identity)
-    resolved_models = {"agent": defn.config.agent.model}
+    models = resolved_models({})
     if recorded is not None:
         expected = recorded.get("cells", {}).get(condition_id, {}).get(task_id)
         if expected != digest:
@@ -65,10 +66,8 @@ def prepare_run(
                 f"cell {condition_id}/{task_id}: identity {digest} differs from {expected} in the "
                 "experiment record; its inputs changed since check-experiment (run it again)"
             )
-        resolved_models["agent"] = recorded.get("model_check", {}).get(
-            "agent_model", resolved_models["agent"]
-        )
-    provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models)
+        models = resolved_models(recorded.get("model_check", {}))
+    provenance = collect_provenance(defn.git, defn.uncommitted, models)
     record = RunRecord(
         experiment=defn.config.experiment,
         condition=condition_id,

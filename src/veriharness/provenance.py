@@ -72,7 +72,7 @@ class Provenance(BaseModel):
     packages: dict[str, str | None]
     claude_version: str | None
     claude_version_error: str | None
-    resolved_models: dict[str, str]
+    resolved_models: dict[str, str | None]
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -168,7 +168,7 @@ def claude_version_or_error() -> tuple[str | None, str | None]:
 
 
 def collect_provenance(
-    state: GitState, uncommitted: bool, resolved_models: dict[str, str]
+    state: GitState, uncommitted: bool, resolved_models: dict[str, str | None]
 ) -> Provenance:
     version, error = claude_version_or_error()
     return Provenance(
