@@ -4,45 +4,13 @@
 from __future__ import annotations
 
 import os
-import socket
-import struct
-import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
-from mcp.client.stdio import StdioServerParameters
-from mllm_mcp_client import BlockingMcpClient
+from mllm_mcp_client import BlockingMcpClient, server_parameters
 from mllm_provider_stub import ProviderStub
-from PIL import Image
-
-ANTHROPIC_KEY_VALUE = "sk-stub-secret-0123456789abcdef"
-
-
-def header_only_png(width: int, height: int) -> bytes:
-    """A PNG that declares a size but holds no pixels: enough for Pillow to read the header."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b"")
-
-
-def noise_image(width: int, height: int, seed: int, mode: str = "RGB") -> Image.Image:
-    rng = np.random.default_rng(seed)
-    channels = len(mode)
-    pixels = rng.integers(0, 256, size=(height, width, channels), dtype=np.uint8)
-    return Image.fromarray(pixels, mode)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from mllm_test_data import ANTHROPIC_KEY_VALUE, closed_port, header_only_png, noise_image
 
 
 @pytest.fixture(scope="session")
@@ -132,15 +100,6 @@ def trace_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("stderr") / "server.log"
-
-
-def server_parameters(
-    workspace: Path, catalog: Path, trace: Path, env: dict[str, str]
-) -> StdioServerParameters:
-    """The real `veriharness mllm-server` process, as Claude Code would start it."""
-    args = ["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
-            "--catalog", str(catalog), "--trace", str(trace)]  # fmt: skip
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 @pytest.fixture(scope="session")

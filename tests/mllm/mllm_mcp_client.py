@@ -6,14 +6,16 @@ One server process can then serve a whole test session while the tests stay plai
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-__all__ = ["BlockingMcpClient"]
+__all__ = ["BlockingMcpClient", "server_parameters"]
 
 _WAIT_SECONDS = 60
 
@@ -78,3 +80,12 @@ class BlockingMcpClient:
         return asyncio.run_coroutine_threadsafe(
             self._session.call_tool("call", arguments), self._loop
         )
+
+
+def server_parameters(
+    workspace: Path, catalog: Path, trace: Path, env: dict[str, str]
+) -> StdioServerParameters:
+    """The real `veriharness mllm-server` process, as Claude Code would start it."""
+    args = ["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
+            "--catalog", str(catalog), "--trace", str(trace)]  # fmt: skip
+    return StdioServerParameters(command=sys.executable, args=args, env=env)

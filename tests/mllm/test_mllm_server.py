@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANTHROPIC_KEY_VALUE
 from mllm_provider_stub import ProviderStub, Received
+from mllm_test_data import ANTHROPIC_KEY_VALUE
 from PIL import Image
 
 from veriharness.taxonomy import load_taxonomy
@@ -390,8 +390,7 @@ def test_handed_over_variables_replace_the_sessions_own_in_the_server(
     ANTHROPIC_* values are for the agent); the server process must use the handed values."""
     import os
 
-    from conftest import server_parameters
-    from mllm_mcp_client import BlockingMcpClient
+    from mllm_mcp_client import BlockingMcpClient, server_parameters
 
     from veriharness.mllm.catalog import HANDED_ENV_PREFIX
 

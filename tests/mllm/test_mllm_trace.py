@@ -6,7 +6,7 @@ import base64
 import json
 from pathlib import Path
 
-from conftest import ANTHROPIC_KEY_VALUE
+from mllm_test_data import ANTHROPIC_KEY_VALUE
 
 from veriharness.hashing import sha256_bytes, sha256_file
 from veriharness.mllm.catalog import load_catalog

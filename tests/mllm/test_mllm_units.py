@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import noise_image
+from mllm_test_data import noise_image
 
 from veriharness.mllm.backends import (
     AnthropicMessagesBackend,
