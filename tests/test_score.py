@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -154,21 +155,19 @@ def test_a_remote_stylesheet_is_flagged_with_its_url(scored) -> None:
     assert evidence["declared"] == ["https://fonts.example.com/x.css"]
 
 
+def _score_one(render: Path, answer: Path, task: Path, out: Path) -> subprocess.CompletedProcess:
+    """`veriharness score` for one run, through its command line."""
+    return veriharness(
+        "score", "--render-dir", str(render), "--answer-dir", str(answer),
+        "--task-dir", str(task), "--out-dir", str(out),
+    )  # fmt: skip
+
+
 def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path) -> None:
     run = scored["blank"]
     render = tmp_path / "render"
     shutil.copytree(run / "render", render)
-    single = veriharness(
-        "score",
-        "--render-dir",
-        str(render),
-        "--answer-dir",
-        str(run / "answer"),
-        "--task-dir",
-        str(ROOT / "tasks" / TASKS[0]),
-        "--out-dir",
-        str(tmp_path),
-    )
+    single = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path)
     assert single.returncode == 0, single.stderr
     assert _read(tmp_path, "metrics.json")["metrics"] == _read(run, "metrics.json")["metrics"]
 
@@ -176,17 +175,7 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     info["status"] = "rendered"
     (render / "render.json").write_text(json.dumps(info))
     (tmp_path / "metrics.json").unlink()
-    bad = veriharness(
-        "score",
-        "--render-dir",
-        str(render),
-        "--answer-dir",
-        str(run / "answer"),
-        "--task-dir",
-        str(ROOT / "tasks" / TASKS[0]),
-        "--out-dir",
-        str(tmp_path),
-    )
+    bad = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path)
     assert bad.returncode == 2
     assert "render.json: status:" in bad.stderr and "'rendered'" in bad.stderr
     assert not (tmp_path / "metrics.json").exists()
@@ -199,17 +188,7 @@ def test_a_screenshot_only_task_gets_the_screenshot_metrics_and_null_block_metri
     task.mkdir()
     shutil.copy(ROOT / "tasks" / TASKS[0] / "reference.png", task / "reference.png")
     run = scored[f"self-{TASKS[0]}"]
-    done = veriharness(
-        "score",
-        "--render-dir",
-        str(run / "render"),
-        "--answer-dir",
-        str(run / "answer"),
-        "--task-dir",
-        str(task),
-        "--out-dir",
-        str(tmp_path / "out"),
-    )
+    done = _score_one(run / "render", run / "answer", task, tmp_path / "out")
     assert done.returncode == 0, done.stderr
     record = _read(tmp_path / "out", "metrics.json")
     full = _read(run, "metrics.json")["metrics"]
