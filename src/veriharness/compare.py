@@ -82,11 +82,11 @@ def eligible_runs(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs a comparison may use, and the others with a `reason` column (see the module
     notes). `cells` maps condition -> task -> identity hash, as experiment.json records it."""
+    # Checked from the least to the most basic reason; a later one replaces an earlier one.
     reason = pd.Series(pd.NA, index=runs.index, dtype="object")
     if "status" in runs:
-        failed = runs["status"] == "failed"
         detail = runs["reason"].fillna("") if "reason" in runs else ""
-        reason = reason.mask(failed & reason.isna(), "status failed: " + detail)
+        reason = reason.mask(runs["status"] == "failed", "status failed: " + detail)
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],

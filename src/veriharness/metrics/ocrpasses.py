@@ -155,14 +155,27 @@ def panel_contrast_image(image: Image.Image) -> Image.Image:
     """Greyscale image of each pixel's distance from the colour of its nearest flat panel, or
     from its local median where no panel is near: dark ink on white."""
     rgb = image.convert("RGB")
-    panels = flat_panels(rgb)
+    return _ink(rgb, _panel_background(rgb, flat_panels(rgb), _median_background(rgb)))
+
+
+def _panel_background(rgb: Image.Image, panels: np.ndarray, median: np.ndarray) -> np.ndarray:
     if not panels.any():
-        return contrast_image(rgb)
+        return median
     distance, (rows, columns) = ndimage.distance_transform_edt(~panels, return_indices=True)
     nearest = np.asarray(rgb, np.int16)[rows, columns]
-    far = (distance > _PANEL_REACH)[..., None]
-    background = np.where(far, _median_background(rgb), nearest) if far.any() else nearest
-    return _ink(rgb, background)
+    return np.where((distance > _PANEL_REACH)[..., None], median, nearest)
+
+
+def _sparse_inks(image: Image.Image) -> list[Image.Image]:
+    """The `contrast` image, and the `panel` image when the screenshot has a flat panel (without
+    one it would equal `contrast`, and reading it again would add nothing)."""
+    rgb = image.convert("RGB")
+    median = _median_background(rgb)
+    inks = [_ink(rgb, median)]
+    panels = flat_panels(rgb)
+    if panels.any():
+        inks.append(_ink(rgb, _panel_background(rgb, panels, median)))
+    return inks
 
 
 def strokes_removed(image: Image.Image) -> Image.Image:
@@ -261,8 +274,5 @@ def multipass_words(image: Image.Image) -> list[OcrWord]:
     workers = min(3, len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         grey = pool.submit(_reading, image.convert("L"), 3)
-        sparse = [
-            pool.submit(_reading, strokes_removed(ink), 11)
-            for ink in (contrast_image(image), panel_contrast_image(image))
-        ]
+        sparse = [pool.submit(_reading, strokes_removed(ink), 11) for ink in _sparse_inks(image)]
         return merge_readings([grey.result(), *(reading.result() for reading in sparse)])
