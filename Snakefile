@@ -21,6 +21,7 @@ include: "workflow/rules/agent.smk"
 include: "workflow/rules/render.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/collect.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

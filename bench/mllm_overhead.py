@@ -89,8 +89,8 @@ def photo_like(width: int, height: int, seed: int) -> Image.Image:
 
 def render_screenshots(folder: Path) -> dict[str, Path]:
     """The two benchmark screenshots, rendered by Chromium at 1920x1080."""
-    from veriharness.render_browser import Renderer
-    from veriharness.render_dom import Size
+    from veriharness.render.browser import Renderer
+    from veriharness.render.dom import Size
 
     site = folder / "site"
     shutil.copytree(ROOT / "tasks" / "landing-page", site / "landing")
@@ -202,10 +202,10 @@ def service_call(
 
 
 def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
+    from veriharness.experiment.taxonomy import load_taxonomy
     from veriharness.mllm.catalog import load_catalog
     from veriharness.mllm.server import CallService
     from veriharness.mllm.trace import TraceWriter
-    from veriharness.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy(ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml")
     return CallService(ws.resolve(), load_catalog(catalog), taxonomy, TraceWriter(trace))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.agent import (
+from veriharness.agent.session import (
     USER_MESSAGE,
     SessionPlan,
     command_line,
@@ -326,7 +326,7 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(plan.model_dump_json())
     code = (
-        "import sys; from veriharness.agent import SessionPlan, run_session, _interrupt; "
+        "import sys; from veriharness.agent.session import SessionPlan, run_session, _interrupt; "
         "import signal; signal.signal(signal.SIGTERM, _interrupt); "
         "run_session(SessionPlan.model_validate_json(open(sys.argv[1]).read()))"
     )

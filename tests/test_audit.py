@@ -10,9 +10,9 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from support.cli import veriharness
-from veriharness.audit import FLAGS, AuditThresholds, audit_run
-from veriharness.metrics.inputs import DomFacts, RenderInfo
-from veriharness.ocr import Box, OcrWord
+from veriharness._util.ocr import Box, OcrWord
+from veriharness.score.audit import FLAGS, AuditThresholds, audit_run
+from veriharness.score.metrics.inputs import DomFacts, RenderInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")

@@ -11,7 +11,7 @@ from scipy import stats
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
-from veriharness import compare
+from veriharness.collect import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 

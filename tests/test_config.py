@@ -18,7 +18,7 @@ import yaml
 from PIL import Image
 from snakemake.utils import validate
 
-from veriharness.config import (
+from veriharness.experiment.config import (
     SCHEMA_PATH,
     ConfigError,
     ExperimentConfig,
@@ -28,7 +28,7 @@ from veriharness.config import (
     load_task,
     resolve_task_ids,
 )
-from veriharness.render_dom import DomRecord, Size
+from veriharness.render.dom import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,7 +225,13 @@ def test_repository_conditions_load() -> None:
 
 def test_every_exported_name_exists() -> None:
     import importlib
+    import pkgutil
 
-    for name in ("config", "prompts", "record", "provenance", "experiment", "prepare"):
-        module = importlib.import_module(f"veriharness.{name}")
-        assert [n for n in module.__all__ if not hasattr(module, n)] == [], name
+    import veriharness
+
+    for info in pkgutil.walk_packages(veriharness.__path__, "veriharness."):
+        if info.name == "veriharness.__main__":
+            continue
+        module = importlib.import_module(info.name)
+        exported = getattr(module, "__all__", [])
+        assert [n for n in exported if not hasattr(module, n)] == [], info.name

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from veriharness.tools import CLAUDE_CODE_VERSION
+from veriharness._util.programs import CLAUDE_CODE_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from support.project_copy import copy_project
-from veriharness.tools import find_claude
+from veriharness._util.programs import find_claude
 
 TASKS = ["landing-page", "pricing-table"]
 SCREENSHOT_ONLY = "pricing-table"

@@ -9,7 +9,7 @@ import pytest
 
 from test_config import make_project
 from test_experiment import check, vh
-from veriharness.prompts import SEPARATOR, load_module
+from veriharness.experiment.prompts import SEPARATOR, load_module
 
 
 @pytest.fixture

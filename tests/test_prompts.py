@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.hashing import sha256_bytes, sha256_file
-from veriharness.mllm.catalog import load_catalog
-from veriharness.prompts import (
+from veriharness._util.hashing import sha256_bytes, sha256_file
+from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     SEPARATOR,
     PromptError,
@@ -18,7 +17,8 @@ from veriharness.prompts import (
     load_module,
     resolve_module,
 )
-from veriharness.taxonomy import load_taxonomy
+from veriharness.experiment.taxonomy import load_taxonomy
+from veriharness.mllm.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"

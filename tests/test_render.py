@@ -14,10 +14,10 @@ import pytest
 from PIL import Image
 
 from support.cli import veriharness
-from veriharness.hashing import sha256_file
-from veriharness.render import BatchItem, read_batch, render_answer
-from veriharness.render_browser import Renderer, RenderSetupError
-from veriharness.render_dom import DomRecord, RenderRecord
+from veriharness._util.hashing import sha256_file
+from veriharness.render.browser import Renderer, RenderSetupError
+from veriharness.render.command import BatchItem, read_batch, render_answer
+from veriharness.render.dom import DomRecord, RenderRecord
 
 
 def _veriharness(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -132,7 +132,7 @@ def test_network_is_closed_and_every_attempt_is_logged(
 
 
 def _launch_counting_chromium(tmp_path: Path) -> tuple[Path, Path]:
-    from veriharness.tools import find_chromium
+    from veriharness._util.programs import find_chromium
 
     log = tmp_path / "launches.log"
     wrapper = tmp_path / "chromium-wrapper"

@@ -11,7 +11,7 @@ from playwright.sync_api import sync_playwright
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment, write_repeated_calls
-from veriharness.tools import find_chromium
+from veriharness._util.programs import find_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = {

@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 
 from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
-from veriharness import call_records, cli, experiment_runs, tables, trace_reading
-from veriharness.table_columns import TABLES, schema_markdown
+from veriharness import cli
+from veriharness.collect import calls as call_records
+from veriharness.collect import matrix as experiment_runs
+from veriharness.collect import run_rows as trace_reading
+from veriharness.collect import tables
+from veriharness.collect.columns import TABLES, schema_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = {
@@ -371,23 +375,9 @@ def test_input_summary_marks_every_cut_with_the_original_length(value) -> None:
     assert len(text) <= 400 + len(f"…[{10**9} chars]")
 
 
-def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
-    import importlib
-
-    for name in (
-        "tables",
-        "experiment_runs",
-        "trace_reading",
-        "call_records",
-        "run_files",
-        "table_columns",
-        "compare",
-        "report",
-    ):
-        module = importlib.import_module(f"veriharness.{name}")
-        assert [n for n in module.__all__ if not hasattr(module, n)] == [], name
+def test_run_reading_loads_no_other_stage() -> None:
     probe = (
-        "import sys, veriharness.trace_reading; "
+        "import sys, veriharness.collect.run_rows; "
         "print(sorted(m for m in sys.modules if m.startswith('veriharness')))"
     )
     loaded = subprocess.run(
@@ -395,15 +385,17 @@ def test_exported_names_exist_and_run_reading_depends_on_no_stage() -> None:
     ).stdout
     assert json.loads(loaded.replace("'", '"')) == [
         "veriharness",
-        "veriharness.call_records",
-        "veriharness.run_files",
-        "veriharness.table_columns",
-        "veriharness.trace_reading",
+        "veriharness._util",
+        "veriharness._util.run_files",
+        "veriharness.collect",
+        "veriharness.collect.calls",
+        "veriharness.collect.columns",
+        "veriharness.collect.run_rows",
     ]
 
 
 def test_a_json_file_that_is_not_utf8_is_named_not_a_crash(tmp_path) -> None:
-    from veriharness.run_files import load_json
+    from veriharness._util.run_files import load_json
 
     path = tmp_path / "metrics.json"
     path.write_bytes(b'{"metrics": "\xff"}')

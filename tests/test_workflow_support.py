@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.workflow_support import (
+from veriharness.experiment.workflow import (
     coerce_command_line_values,
     list_tasks,
     unwrap_experiment_record,
@@ -80,7 +80,7 @@ def test_command_line_overrides_still_apply_to_an_unwrapped_record() -> None:
 
 
 def test_a_record_given_as_config_is_not_rewritten_in_place(tmp_path: Path) -> None:
-    from veriharness.workflow_support import refuse_overwriting_a_record
+    from veriharness.experiment.workflow import refuse_overwriting_a_record
 
     record = tmp_path / "results" / "exp" / "experiment.json"
     refuse_overwriting_a_record([tmp_path / "config.yaml"], record)
@@ -89,7 +89,7 @@ def test_a_record_given_as_config_is_not_rewritten_in_place(tmp_path: Path) -> N
 
 
 def test_the_rerun_digest_follows_the_records_identity_rule() -> None:
-    from veriharness.workflow_support import identity_settings_digest
+    from veriharness.experiment.workflow import identity_settings_digest
 
     base = {"agent": {"model": "claude-sonnet-4-5", "endpoint": "anthropic"}}
     key_moved = {"agent": {**base["agent"], "api_key_env": "OTHER_KEY"}}

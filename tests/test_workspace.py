@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.workspace import (
+from veriharness.agent.workspace import (
     WorkspaceError,
     check_workspace_root,
     copy_answer,

@@ -21,22 +21,26 @@ class Verb(NamedTuple):
 
 
 VERBS: dict[str, Verb] = {
-    "check-setup": Verb("veriharness.tools", "report which external programs are installed"),
+    "check-setup": Verb(
+        "veriharness._util.programs", "report which external programs are installed"
+    ),
     "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool over stdio"),
     "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
     "check-experiment": Verb(
-        "veriharness.experiment", "validate an experiment and write its experiment.json"
+        "veriharness.experiment.check", "validate an experiment and write its experiment.json"
     ),
-    "hash-files": Verb("veriharness.hashing", "write the sha256 digests of some files"),
-    "prepare": Verb("veriharness.prepare", "write one run's record and prompt snapshot"),
-    "run-agent": Verb("veriharness.agent", "run one claude -p session for a prepared run"),
-    "render": Verb("veriharness.render", "render answer.html of one or more runs"),
-    "render-reference": Verb("veriharness.render", "re-render a task's reference.png"),
-    "score": Verb("veriharness.score", "audit and score one or more rendered runs"),
-    "collect": Verb("veriharness.tables", "collect run folders into tables"),
-    "compare": Verb("veriharness.compare", "compare two conditions, paired by task"),
-    "report": Verb("veriharness.report", "write plots and per-run transcript pages"),
-    "record": Verb("veriharness.record", "inspect experiment and run records (diff)"),
+    "hash-files": Verb(
+        "veriharness.prepare.input_digests", "write the sha256 digests of some files"
+    ),
+    "prepare": Verb("veriharness.prepare.run_folder", "write one run's record and prompt snapshot"),
+    "run-agent": Verb("veriharness.agent.session", "run one claude -p session for a prepared run"),
+    "render": Verb("veriharness.render.command", "render answer.html of one or more runs"),
+    "render-reference": Verb("veriharness.render.command", "re-render a task's reference.png"),
+    "score": Verb("veriharness.score.command", "audit and score one or more rendered runs"),
+    "collect": Verb("veriharness.collect.tables", "collect run folders into tables"),
+    "compare": Verb("veriharness.collect.compare", "compare two conditions, paired by task"),
+    "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
+    "record": Verb("veriharness.experiment.record", "inspect experiment and run records (diff)"),
 }
 
 

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from support.project_copy import copy_project
-from veriharness.tools import find_claude
+from veriharness._util.programs import find_claude
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

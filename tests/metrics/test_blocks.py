@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from veriharness.metrics.blocks import MIN_TEXT_RATIO, block_scores, match_blocks
-from veriharness.metrics.color import rgb_delta_e
-from veriharness.metrics.inputs import DomFacts, DomText
+from veriharness.score.metrics.blocks import MIN_TEXT_RATIO, block_scores, match_blocks
+from veriharness.score.metrics.color import rgb_delta_e
+from veriharness.score.metrics.inputs import DomFacts, DomText
 
 
 def _text(text: str, x: float, y: float, w: float, h: float, color=(0, 0, 0)) -> DomText:

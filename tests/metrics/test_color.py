@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from veriharness.metrics.color import ciede2000, rgb_delta_e, srgb_to_lab
+from veriharness.score.metrics.color import ciede2000, rgb_delta_e, srgb_to_lab
 
 PAIRS = np.loadtxt(Path(__file__).with_name("sharma2005_pairs.tsv"))
 

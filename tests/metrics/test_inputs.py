@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
+from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
 
 
 def test_a_wrong_status_names_the_file_field_and_value(tmp_path: Path) -> None:

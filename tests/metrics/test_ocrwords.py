@@ -10,7 +10,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from scipy import ndimage
 
-from veriharness.metrics.ocrpasses import (
+from veriharness._util.ocr import Box, OcrWord
+from veriharness.score.metrics.ocrpasses import (
     MIN_CONFIDENCE,
     contrast_image,
     flat_panels,
@@ -20,15 +21,14 @@ from veriharness.metrics.ocrpasses import (
     strokes_removed,
     tesseract_words,
 )
-from veriharness.metrics.ocrwords import (
+from veriharness.score.metrics.ocrwords import (
     OCR_VERSION,
     cached_ocr_words,
     masked,
     ocr_words,
     reference_ocr_words,
 )
-from veriharness.metrics.text import words_of
-from veriharness.ocr import Box, OcrWord
+from veriharness.score.metrics.text import words_of
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"

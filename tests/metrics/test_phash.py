@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image, ImageDraw
 
-from veriharness.metrics.phash import HASH_BITS, hamming, phash
+from veriharness.score.metrics.phash import HASH_BITS, hamming, phash
 
 
 def _page(seed: int) -> Image.Image:

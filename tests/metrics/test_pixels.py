@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from veriharness.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
+from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
 
 
 def _solid(value: int, size: tuple[int, int] = (32, 24)) -> Image.Image:

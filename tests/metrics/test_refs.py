@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from veriharness.metrics.refs import classify, page_references
+from veriharness.score.metrics.refs import classify, page_references
 
 
 def _answer(tmp_path: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from veriharness.metrics.text import (
+from veriharness.score.metrics.text import (
     GluedWord,
     char_count,
     normalise_word,

@@ -15,8 +15,8 @@ from mllm_provider_stub import ProviderStub, Received
 from mllm_test_data import ANTHROPIC_KEY_VALUE
 from PIL import Image
 
-from veriharness.taxonomy import load_taxonomy
-from veriharness.tools import project_root
+from veriharness._util.programs import project_root
+from veriharness.experiment.taxonomy import load_taxonomy
 
 
 def request(**overrides: Any) -> dict[str, Any]:

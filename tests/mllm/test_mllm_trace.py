@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mllm_test_data import ANTHROPIC_KEY_VALUE
 
-from veriharness.hashing import sha256_bytes, sha256_file
+from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness.mllm.catalog import load_catalog
 from veriharness.mllm.trace import CallCompleted, CallFailed, CallStarted, read_trace
 

@@ -77,10 +77,10 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
     """The model has answered (and been paid): a crash while checking the reply must not lose it."""
     from mllm_provider_stub import ProviderStub
 
+    from veriharness._util.programs import project_root
+    from veriharness.experiment.taxonomy import load_taxonomy
     from veriharness.mllm import server
     from veriharness.mllm.catalog import load_catalog
-    from veriharness.taxonomy import load_taxonomy
-    from veriharness.tools import project_root
 
     stub = ProviderStub().start()
     try:

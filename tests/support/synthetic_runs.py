@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veriharness.hashing import sha256_file
+from veriharness._util.hashing import sha256_file
 
 __all__ = [
     "FAULTS",

@@ -1,4 +1,4 @@
-# Tables over every run, the paired comparison of two conditions, and the report.
+# Tables over every run and the paired comparison of two conditions.
 
 
 localrules:
@@ -6,7 +6,6 @@ localrules:
     summarize_condition,
     summarize_task,
     collect_tables,
-    write_report,
 
 
 rule summarize_condition:
@@ -59,25 +58,6 @@ if COMPARE:
         shell:
             "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
             " --treatment {params.treatment} > {log} 2>&1"
-
-
-rule write_report:
-    input:
-        f"{EXP_DIR}/tables/runs.csv",
-        COMPARISON,
-    output:
-        report(
-            directory(f"{EXP_DIR}/report"),
-            htmlindex="index.html",
-            caption="../report/pages.rst",
-            category="Run pages",
-        ),
-    log:
-        f"{LOGS}/write_report.log",
-    threads: 2
-    shell:
-        "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report --jobs {threads}"
-        " > {log} 2>&1"
 
 
 rule summarize_task:

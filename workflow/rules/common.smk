@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from veriharness.workflow_support import (
+from veriharness.experiment.workflow import (
     coerce_command_line_values,
     condition_inputs,
     identity_settings_digest,

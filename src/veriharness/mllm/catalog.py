@@ -19,7 +19,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from veriharness.hashing import sha256_file, sha256_json
+from veriharness._util.hashing import sha256_file, sha256_json
 
 __all__ = [
     "OFFLINE_URL_ENV",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from veriharness.hashing import sha256_bytes
+from veriharness._util.hashing import sha256_bytes
 from veriharness.mllm.schema import ImageInput, Region, RequestRefused
 
 __all__ = [

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from veriharness.hashing import sha256_json
+from veriharness._util.hashing import sha256_json
 
 __all__ = [
     "RequestRefused",

@@ -41,6 +41,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
+from veriharness._util.programs import project_root
+from veriharness._util.redaction import Redactor
+from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.mllm.backends import (
     ModelRequest,
     PreparedText,
@@ -78,9 +81,6 @@ from veriharness.mllm.trace import (
     Usage,
     now,
 )
-from veriharness.redaction import Redactor
-from veriharness.taxonomy import Taxonomy, load_taxonomy
-from veriharness.tools import project_root
 
 __all__ = ["CallService", "build_server", "add_arguments", "run"]
 

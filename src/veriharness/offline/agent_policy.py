@@ -27,7 +27,7 @@ import re
 import shlex
 from typing import Any, Literal, NamedTuple
 
-from veriharness.hashing import sha256_json
+from veriharness._util.hashing import sha256_json
 from veriharness.offline import OFFLINE_AGENT_MODEL
 from veriharness.offline.page import LayoutError, apply_review, build_page
 from veriharness.offline.sse import (

@@ -1,7 +1,7 @@
 """What the offline vision model sees: facts measured from pixels, never invented.
 
 `describe` reports an image's size, background and dominant colours, its text lines (tesseract
-via `veriharness.ocr`) with boxes, an estimated font size and a colour sampled from the glyph
+via `veriharness._util.ocr`) with boxes, an estimated font size and a colour sampled from the glyph
 pixels, and the boxes of non-text regions that stand out from the background. `compare` puts
 two images side by side: mean absolute difference, the regions that differ, text lines of the
 reference the other image lacks (and the reverse), text colour shifts, a background shift, and
@@ -23,7 +23,7 @@ from PIL import Image
 from scipy import ndimage
 from scipy.optimize import linear_sum_assignment
 
-from veriharness.ocr import Box, OcrLine, OcrWord, read_lines
+from veriharness._util.ocr import Box, OcrLine, OcrWord, read_lines
 
 __all__ = ["hex_colour", "describe", "compare", "align_lines", "font_size_from_line"]
 

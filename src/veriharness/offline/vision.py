@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from PIL import Image, UnidentifiedImageError
 
-from veriharness.hashing import sha256_json
+from veriharness._util.hashing import sha256_json
 from veriharness.offline import OFFLINE_VISION_MODEL
 from veriharness.offline.pixels import compare, describe
 from veriharness.offline.sse import approx_tokens

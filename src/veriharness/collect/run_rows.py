@@ -1,0 +1,119 @@
+"""Reading one run folder: run.json, outcome.json, transcript.jsonl, mllm_trace.jsonl, and the
+metrics, audit and render JSON files, into the rows the collected tables are built from.
+
+Design notes:
+
+- Readers are defensive (`run_files`): a missing file, a line that is not JSON or a value of the
+  wrong type never raises; the value becomes null and the problem is appended to the run's error
+  list, which `collect` writes out as `read_errors`. Nothing read is dropped silently.
+- Tool uses and CallMLLM calls, and the link between them, come from `call_records`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from veriharness._util.run_files import load_json, read_jsonl, typed_value
+from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
+from veriharness.collect.columns import RUNS
+
+__all__ = ["RunKey", "RunExtract", "extract_run"]
+
+
+class RunKey(NamedTuple):
+    condition: str
+    task: str
+    replicate: int
+
+
+class RunExtract(NamedTuple):
+    run: dict[str, Any]
+    tool_calls: list[dict[str, Any]]
+    mllm_calls: list[dict[str, Any]]
+
+
+def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) -> None:
+    for col in RUNS:
+        file, _, path = col.source.partition(":")
+        if file == "derived" or docs.get(file) is None:
+            continue
+        value: Any = docs[file]
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        row[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
+
+
+def _status(run_dir: Path, outcome: dict[str, Any] | None, outcome_error: bool) -> tuple[str, str]:
+    if outcome is None:
+        if outcome_error:
+            return "failed", "outcome.json is unreadable"
+        return "not_started", "no outcome.json: the agent stage has not finished"
+    status = outcome.get("status")
+    if status in ("failed", "timeout", "max_turns", "not_started"):
+        detail = outcome.get("error") or outcome.get("result_subtype") or ""
+        return status, f"agent status {status}" + (f": {detail}" if detail else "")
+    if status != "ok":
+        return "failed", f"outcome.json status has an unknown value {status!r}"
+    if not (run_dir / "answer" / "answer.html").is_file():
+        return "missing_answer", "agent finished but answer/answer.html is absent"
+    return "ok", ""
+
+
+def _flat_family(
+    row: dict[str, Any], prefix: str, mapping: Any, dtype: str, where: str, errors: list[str]
+) -> None:
+    if mapping is None:
+        return
+    if not isinstance(mapping, dict):
+        errors.append(f"{where}: expected an object, got {type(mapping).__name__}")
+        return
+    for name, value in mapping.items():
+        row[prefix + str(name)] = typed_value(value, dtype, f"{where}.{name}", errors)
+
+
+def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
+    """Read one run folder; never raises for bad content, it lands in `read_errors` instead."""
+    run_dir = exp_dir / key.condition / key.task / f"r{key.replicate}"
+    row: dict[str, Any] = {"experiment": experiment, **key._asdict()}
+    row["run_record"] = f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
+    if not os.path.isdir(run_dir):
+        row.update(status="missing", reason="run folder is absent", read_errors="")
+        return RunExtract(row, [], [])
+    errors: list[str] = []
+    docs = {
+        name: load_json(run_dir / name, name, errors)
+        for name in ("run.json", "outcome.json", "metrics.json", "audit.json", "render/render.json")
+    }
+    outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
+    _file_columns(row, docs, errors)
+    row["status"], row["reason"] = _status(run_dir, docs["outcome.json"], outcome_error)
+    record = docs["run.json"] or {}
+    for field in ("experiment", "condition", "task"):
+        if field in record and record[field] != row[field]:
+            errors.append(
+                f"run.json {field} {record[field]!r} differs from the folder {row[field]!r}"
+            )
+    metrics, audit = docs["metrics.json"] or {}, docs["audit.json"] or {}
+    _flat_family(row, "metric_", metrics.get("metrics"), "Float64", "metrics.json metrics", errors)
+    _flat_family(row, "audit_", audit.get("flags"), "boolean", "audit.json flags", errors)
+
+    events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
+    tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
+    calls = linked_call_rows(run_dir, uses, errors)
+    keys = {"experiment": experiment, **key._asdict()}
+    if tools is not None:
+        row["agent_tool_calls"] = len(tools)
+        for name, count in Counter(t["tool"] for t in tools).items():
+            row[f"tool_calls_{name}"] = count
+    if calls is not None:
+        outcomes = Counter(c["outcome"] for c in calls)
+        row["mllm_calls"] = len(calls)
+        row["mllm_calls_failed"] = outcomes["failed"]
+        row["mllm_calls_rejected"] = outcomes["rejected"]
+    row["read_errors"] = "; ".join(errors)
+    return RunExtract(
+        row, [{**keys, **t} for t in tools or ()], [{**keys, **c} for c in calls or ()]
+    )

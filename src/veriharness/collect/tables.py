@@ -1,0 +1,261 @@
+"""`veriharness collect`: run folders → tables (parquet + CSV).
+
+Design notes:
+
+- `experiment_runs` finds the runs and reads each folder once; this module assembles the tables
+  from that pass and writes them.
+- Columns are declared in `table_columns`; a ``file:path`` column is read generically, and a value
+  of the wrong type becomes null *and* is named in the run's `read_errors`.
+- ``--summary`` writes the runs rows of one slice of the matrix: one condition (``--condition``,
+  what the per-condition Snakemake rule asks for) or one task across all conditions (``--task``).
+- Files are written to a temporary name and renamed, so an interrupted collect never leaves a
+  half-written table in place of a good one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from veriharness.collect.columns import (
+    AGENT_TOOL_CALLS,
+    CAPABILITY_COMBINATIONS,
+    CAPABILITY_TAGS,
+    MLLM_CALLS,
+    RUNS,
+    Column,
+)
+from veriharness.collect.matrix import Extraction, MatrixError, collect_runs, load_expected
+from veriharness.collect.run_rows import RunKey
+
+__all__ = [
+    "Tables",
+    "runs_df",
+    "agent_tool_calls_df",
+    "mllm_calls_df",
+    "capability_tags_df",
+    "capability_combinations_df",
+    "collect_tables",
+    "write_table",
+    "add_arguments",
+    "run",
+]
+
+
+class Tables(NamedTuple):
+    runs: pd.DataFrame
+    agent_tool_calls: pd.DataFrame
+    mllm_calls: pd.DataFrame
+    capability_tags: pd.DataFrame
+    capability_combinations: pd.DataFrame
+    missing: list[RunKey]
+
+
+# --- building the tables -------------------------------------------------------------------------
+
+
+def _cast(series: pd.Series, dtype: str) -> pd.Series:
+    if dtype == "list<string>":
+        return series.astype(object)
+    return series.astype(dtype)
+
+
+def _frame(
+    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: list[str] = ()
+) -> pd.DataFrame:
+    names = [c.name for c in columns] + list(extra)
+    df = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
+    for col in columns:
+        df[col.name] = _cast(df[col.name], col.dtype)
+    return df
+
+
+def runs_df(extraction: Extraction) -> pd.DataFrame:
+    rows = [ex.run for ex in extraction.extracts]
+    declared = {c.name for c in RUNS}
+    extra = sorted({k for r in rows for k in r} - declared)
+    df = _frame(rows, RUNS, extra)
+    for name in extra:
+        if name.startswith("tool_calls_"):
+            # A run whose transcript was read and has no use of this tool used it zero times.
+            df[name] = (
+                df[name].astype("Int64").where(df["agent_tool_calls"].isna(), df[name].fillna(0))
+            )
+        elif name.startswith("metric_"):
+            df[name] = df[name].astype("Float64")
+        elif name.startswith("audit_"):
+            df[name] = df[name].astype("boolean")
+    return df
+
+
+def agent_tool_calls_df(extraction: Extraction) -> pd.DataFrame:
+    return _frame([t for ex in extraction.extracts for t in ex.tool_calls], AGENT_TOOL_CALLS)
+
+
+def mllm_calls_df(extraction: Extraction) -> pd.DataFrame:
+    return _frame([c for ex in extraction.extracts for c in ex.mllm_calls], MLLM_CALLS)
+
+
+def capability_tags_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
+    names = [c.name for c in CAPABILITY_TAGS]
+    long = mllm_calls.explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "tag"})
+    long = long.assign(family=long["tag"].astype(str).str[0])
+    return _frame(long[names].to_dict("records") if len(long) else [], CAPABILITY_TAGS)
+
+
+def capability_combinations_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
+    tagged = mllm_calls.dropna(subset=["combination"])
+    if tagged.empty:
+        return _frame([], CAPABILITY_COMBINATIONS)
+    run_id = tagged["task"].astype(str) + "/r" + tagged["replicate"].astype(str)
+    grouped = tagged.assign(run_id=run_id).groupby(["condition", "combination"], observed=True)
+    df = grouped.agg(
+        n_tags=("n_tags", "first"), calls=("call_id", "size"), runs=("run_id", "nunique")
+    )
+    df = df.reset_index()
+    per_condition = df.groupby("condition")["calls"].transform("sum")
+    df["share_of_calls"] = df["calls"] / per_condition
+    df = df.sort_values(["condition", "calls", "combination"], ascending=[True, False, True])
+    return _frame(df.to_dict("records"), CAPABILITY_COMBINATIONS)
+
+
+def collect_tables(extraction: Extraction) -> Tables:
+    calls = mllm_calls_df(extraction)
+    return Tables(
+        runs_df(extraction),
+        agent_tool_calls_df(extraction),
+        calls,
+        capability_tags_df(calls),
+        capability_combinations_df(calls),
+        extraction.missing,
+    )
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _csv_ready(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for name in out.columns:
+        if out[name].dtype == object and out[name].map(lambda v: isinstance(v, list)).any():
+            out[name] = out[name].map(lambda v: json.dumps(v) if isinstance(v, list) else v)
+    return out
+
+
+def write_table(
+    df: pd.DataFrame, stem: Path, formats: tuple[str, ...] = ("parquet", "csv")
+) -> None:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        final = stem.with_suffix(f".{fmt}")
+        tmp = final.with_name(f".{final.name}.tmp")
+        if fmt == "parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            _csv_ready(df).to_csv(tmp, index=False)
+        os.replace(tmp, final)
+
+
+# --- command line -------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
+    parser.add_argument("--expected", type=Path, help="JSON list of {condition, task, replicate}")
+    parser.add_argument("--condition", help="only the runs of this condition (with --summary)")
+    parser.add_argument(
+        "--task", help="only the runs of this task, across conditions (with --summary)"
+    )
+    parser.add_argument(
+        "--summary", type=Path, help="write one row per run of --condition or --task here"
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+
+
+def _argument_error(args: argparse.Namespace) -> str | None:
+    slices = [f"--{n} {v!r}" for n, v in (("condition", args.condition), ("task", args.task)) if v]
+    if args.summary is not None and len(slices) != 1:
+        given = " and ".join(slices) or "neither"
+        return f"--summary needs exactly one of --condition or --task, got {given}"
+    if args.summary is None and slices:
+        return f"{slices[0]} only applies with --summary FILE"
+    for name in ("condition", "task"):
+        value = getattr(args, name)
+        if value is not None and (not value or "/" in value or value.startswith(".")):
+            return f"--{name} must name a folder of the experiment, got {value!r}"
+    if args.jobs is not None and args.jobs < 1:
+        return f"--jobs must be at least 1, got {args.jobs}"
+    return None
+
+
+def _write_summary(args: argparse.Namespace, runs: pd.DataFrame) -> None:
+    args.summary.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.summary.with_name(f".{args.summary.name}.tmp")
+    _csv_ready(runs).to_csv(tmp, index=False)
+    os.replace(tmp, args.summary)
+    what = f"condition {args.condition}" if args.condition else f"task {args.task}"
+    print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
+
+
+def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
+    tables = collect_tables(extraction)
+    out = Path(exp_dir) / "tables"
+    for name in (
+        "runs",
+        "agent_tool_calls",
+        "mllm_calls",
+        "capability_tags",
+        "capability_combinations",
+    ):
+        write_table(getattr(tables, name), out / name)
+    missing = pd.DataFrame(
+        [k._asdict() for k in extraction.missing], columns=["condition", "task", "replicate"]
+    )
+    write_table(missing, out / "missing", ("csv",))
+    print(f"collect: {len(tables.runs)} runs -> {out}")
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = _argument_error(args)
+    if problem is not None:
+        print(f"collect: {problem}", file=sys.stderr)
+        return 2
+    try:
+        expected = load_expected(args.expected) if args.expected else None
+        extraction = collect_runs(
+            args.experiment_dir, expected, args.condition, args.jobs, task=args.task
+        )
+    except (MatrixError, FileNotFoundError) as exc:
+        print(f"collect: {exc}", file=sys.stderr)
+        return 2
+    if args.summary is not None and not extraction.extracts:
+        # An empty slice is almost always a misspelt id; an empty summary would hide it.
+        flag = f"--condition {args.condition!r}" if args.condition else f"--task {args.task!r}"
+        print(
+            f"collect: {flag} matches no run folder under {args.experiment_dir} "
+            "and no run of the expected matrix",
+            file=sys.stderr,
+        )
+        return 2
+    runs = runs_df(extraction)
+    if args.summary is not None:
+        _write_summary(args, runs)
+    else:
+        _write_tables(args.experiment_dir, extraction)
+    counts = runs["status"].value_counts().to_dict()
+    print("collect: status " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    if extraction.missing:
+        print(
+            f"collect: {len(extraction.missing)} expected runs have no folder "
+            "(listed in tables/missing.csv):",
+            file=sys.stderr,
+        )
+        for key in extraction.missing:
+            print(f"  missing {key.condition}/{key.task}/r{key.replicate}", file=sys.stderr)
+    return 0

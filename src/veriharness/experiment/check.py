@@ -1,0 +1,457 @@
+"""The loaded experiment definition, the identity of each cell, and ``check-experiment``.
+
+``load_definition`` turns a config into everything a run depends on (conditions, task ids, model
+catalog, taxonomy, git state) and refuses what would make results untrustworthy: placeholder model
+names, missing tasks, conditions or modules, and uncommitted inputs unless allowed.
+``cell_identity`` gives the hashed identity of one (condition, task) cell together with its
+assembled prompt; ``prepare`` uses the same function, so a run's record and the experiment record
+agree by construction.
+
+``check-experiment`` also asks the providers whether the model names exist (skippable for dry
+runs). For the embedded offline model the names must be the offline model names. The lookups
+never print or record a base URL or a key; errors name the profile and the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from veriharness._util.hashing import sha256_bytes, sha256_file
+from veriharness._util.programs import project_root
+from veriharness.experiment.config import (
+    ConditionSpec,
+    ConfigError,
+    ExperimentConfig,
+    is_placeholder_model,
+    load_condition,
+    load_config,
+    load_task,
+    parse_json_overrides,
+    resolve_task_ids,
+)
+from veriharness.experiment.prompts import (
+    REFERENCE_IMAGE_PATH,
+    AssembledPrompt,
+    PromptError,
+    assemble,
+)
+from veriharness.experiment.provenance import (
+    GitState,
+    UncommittedChanges,
+    collect_provenance,
+    git_state,
+    require_committed,
+)
+from veriharness.experiment.record import (
+    TOOL_SCHEMA_VERSION,
+    ExperimentRecord,
+    experiment_identity_hash,
+    identity_hash,
+    task_identity,
+)
+from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
+from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
+from veriharness.mllm.schema import tool_contract_sha256
+from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+
+__all__ = [
+    "ModelCheckError",
+    "Definition",
+    "DEFINITION_ERRORS",
+    "load_definition",
+    "shared_identity",
+    "prompt_values",
+    "condition_identity",
+    "cell_identity",
+    "execution_record",
+    "config_wrapper",
+    "add_common_arguments",
+    "load_from_args",
+    "check_models",
+    "build_experiment_record",
+    "resolved_models",
+    "add_arguments",
+    "run",
+]
+
+ANTHROPIC_API = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+# Snakemake always loads this file first, so it is an input of every experiment it starts.
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+class ModelCheckError(RuntimeError):
+    """A model name is unknown to its provider, or the lookup could not be made."""
+
+
+DEFINITION_ERRORS = (ConfigError, PromptError, CatalogError, UncommittedChanges, ModelCheckError)
+
+
+@dataclass(frozen=True)
+class Definition:
+    root: Path
+    config: ExperimentConfig
+    task_ids: tuple[str, ...]
+    conditions: dict[str, ConditionSpec]
+    catalog: ModelCatalog
+    taxonomy: Taxonomy
+    git: GitState
+    uncommitted: bool
+    config_file: Path | None = None
+
+    def path(self, relative: str) -> Path:
+        return (self.root / relative).resolve()
+
+    @property
+    def offline(self) -> bool:
+        return self.config.agent.endpoint == "offline" or self.catalog.offline
+
+    @property
+    def selected_task_ids(self) -> tuple[str, ...]:
+        sample = self.config.execution.sample
+        return self.task_ids if sample is None else self.task_ids[:sample]
+
+
+def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None) -> list[str]:
+    candidates = [
+        config.prompts_dir,
+        config.conditions_dir,
+        config.tasks_dir,
+        config.taxonomy,
+        config.model_catalog,
+        DEFAULT_CONFIG,
+    ]
+    # An experiment record is an output whose every value is recorded; a config file is an input;
+    # the workflow's merged config stands for the files it was merged from.
+    wrapper = config_wrapper(config_file)
+    if wrapper.get("kind") == "effective_config":
+        candidates.extend(str(s) for s in wrapper.get("sources", []))
+    elif config_file is not None and wrapper.get("kind") != "experiment_record":
+        candidates.append(str(config_file))
+    return [str((root / item).resolve()) for item in candidates if (root / item).exists()]
+
+
+def _git_checkable(paths: list[str], root: Path) -> tuple[list[str], list[str]]:
+    """Input paths inside the project (relative to it), and those outside it, which git cannot
+    vouch for."""
+    inside, outside = [], []
+    for path in map(Path, paths):
+        if path.is_relative_to(root):
+            inside.append(path.relative_to(root).as_posix() or ".")
+        else:
+            outside.append(f"{path} (outside the project, so not under its git)")
+    return inside, outside
+
+
+def config_wrapper(path: Path | None) -> dict[str, Any]:
+    """The envelope of a JSON config that carries its config under "config" (an experiment
+    record, or the workflow's merged config with its sources and scheduler settings); empty for
+    a plain config file."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # YAML config files are plain configs
+    if not isinstance(data, dict) or "kind" not in data:
+        return {}
+    return {k: v for k, v in data.items() if k != "config"}
+
+
+def load_definition(
+    config: ExperimentConfig, root: Path, config_file: Path | None = None
+) -> Definition:
+    root = root.resolve()
+    catalog = load_catalog(root / config.model_catalog)
+    for profile in catalog.profiles:
+        if is_placeholder_model(profile.provider.model):
+            raise ConfigError(
+                f"model catalog {config.model_catalog}: profile {profile.name!r} "
+                f"has a placeholder model {profile.provider.model!r}"
+            )
+    taxonomy_path = root / config.taxonomy
+    if not taxonomy_path.is_file():
+        raise ConfigError(f"taxonomy: no file {taxonomy_path}")
+    conditions = {c: load_condition(root / config.conditions_dir, c) for c in config.conditions}
+    task_ids = resolve_task_ids(config, root)
+    inside, outside = _git_checkable(_input_paths(config, root, config_file), root)
+    state = git_state(root, inside)
+    if outside:
+        state = state.model_copy(update={"dirty_files": (*state.dirty_files, *outside)})
+    uncommitted = require_committed(state, config.allow_uncommitted)
+    return Definition(
+        root,
+        config,
+        task_ids,
+        conditions,
+        catalog,
+        load_taxonomy(taxonomy_path),
+        state,
+        uncommitted,
+        config_file,
+    )
+
+
+def shared_identity(defn: Definition) -> dict[str, Any]:
+    """The hashed inputs every cell of the experiment shares."""
+    agent = defn.config.agent.identity()
+    return {
+        "agent": agent,
+        "model_catalog": {
+            "source_sha256": defn.catalog.source_sha256,
+            "public": defn.catalog.public_part(),
+            "private_sha256": defn.catalog.private_hash(),
+        },
+        "taxonomy": {
+            "id": defn.taxonomy.id,
+            "version": defn.taxonomy.version,
+            "sha256": defn.taxonomy.sha256,
+        },
+        "tool_schema_version": TOOL_SCHEMA_VERSION,
+        "tool_contract_sha256": tool_contract_sha256(defn.taxonomy.codes),
+    }
+
+
+def prompt_values(defn: Definition) -> dict[str, str]:
+    return {
+        "MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
+        "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+    }
+
+
+def condition_identity(defn: Definition, condition_id: str) -> dict[str, Any]:
+    spec = defn.conditions[condition_id]
+    path = defn.root / defn.config.conditions_dir / f"{condition_id}.yaml"
+    return {"id": spec.id, "file_sha256": sha256_file(path), "modules": list(spec.modules)}
+
+
+def cell_identity(
+    defn: Definition, condition_id: str, task_id: str, shared: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], AssembledPrompt]:
+    if condition_id not in defn.conditions:
+        raise ConfigError(f"condition {condition_id!r} is not one of {list(defn.conditions)}")
+    if task_id not in defn.task_ids:
+        raise ConfigError(
+            f"task {task_id!r} is not one of the experiment's tasks {list(defn.task_ids)}"
+        )
+    load_task(defn.root / defn.config.tasks_dir, task_id)
+    prompt = assemble(
+        defn.root / defn.config.prompts_dir,
+        defn.conditions[condition_id].modules,
+        prompt_values(defn),
+    )
+    modules = [
+        # The placeholder's value is public (the catalog's names and descriptions, or the
+        # reference image's name in the workspace): the record keeps it, not just its hash.
+        m.model_dump(exclude={"text"}) | {"value_sha256": _value_hash(m.value)}
+        for m in prompt.modules
+    ]
+    identity = {
+        "condition": condition_identity(defn, condition_id),
+        "task": task_identity(defn.root / defn.config.tasks_dir / task_id, task_id),
+        "prompts": {"modules": modules, "system_prompt_sha256": prompt.sha256},
+        **(shared or shared_identity(defn)),
+    }
+    return identity, prompt
+
+
+def _value_hash(value: str | None) -> str | None:
+    return None if value is None else sha256_bytes(value.encode("utf-8"))
+
+
+def _lookup(url: str, headers: dict[str, str], what: str) -> str | None:
+    try:
+        response = httpx.get(url, headers=headers, timeout=30.0)
+    except httpx.HTTPError as error:
+        raise ModelCheckError(
+            f"{what}: the provider could not be reached ({type(error).__name__})"
+        ) from None
+    if response.status_code != 200:
+        raise ModelCheckError(
+            f"{what}: the provider answered HTTP {response.status_code} "
+            "to the model lookup (unknown model name, or no access)"
+        )
+    try:
+        found = response.json().get("id")
+    except (ValueError, AttributeError):
+        found = None
+    return found if isinstance(found, str) else None
+
+
+def _env_key(name: str, what: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise ModelCheckError(f"{what}: the API key variable {name} is not set")
+    return value
+
+
+def check_models(defn: Definition) -> dict[str, Any]:
+    """Look every model name up; return what each resolved to (no URL, no key)."""
+    agent = defn.config.agent
+    what = f"agent model {agent.model!r} (endpoint {agent.endpoint})"
+    if agent.endpoint == "offline":
+        if agent.model != OFFLINE_AGENT_MODEL:
+            raise ModelCheckError(
+                f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
+            )
+        resolved_agent = agent.model
+    else:
+        base = ANTHROPIC_API
+        if agent.endpoint == "gateway":
+            base = ProviderSettings(
+                api_style="anthropic-messages", base_url=agent.base_url or "", model=agent.model
+            ).resolved_base_url()
+        headers = {
+            "x-api-key": _env_key(agent.api_key_env, what),
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        # None when the provider knows the name but does not say what it resolves to.
+        resolved_agent = _lookup(f"{base}/v1/models/{agent.model}", headers, what)
+    profiles: dict[str, str] = {}
+    for profile in defn.catalog.profiles:
+        settings = profile.provider
+        what = f"model {settings.model!r} of profile {profile.name!r} ({settings.api_style})"
+        if settings.offline:
+            if settings.model != OFFLINE_VISION_MODEL:
+                raise ModelCheckError(
+                    f"{what}: the offline model serves only {OFFLINE_VISION_MODEL!r}"
+                )
+            profiles[profile.name] = "found"
+            continue
+        try:
+            base = settings.resolved_base_url()
+        except CatalogError as error:
+            raise ModelCheckError(f"{what}: {error}") from None
+        key = _env_key(settings.api_key_env, what) if settings.api_key_env else None
+        if settings.api_style == "anthropic-messages":
+            headers = {"anthropic-version": ANTHROPIC_VERSION}
+            if key:
+                headers["x-api-key"] = key
+            _lookup(f"{base}/v1/models/{settings.model}", headers, what)
+        else:
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            _lookup(f"{base}/models/{settings.model}", headers, what)
+        profiles[profile.name] = "found"
+    return {"checked": True, "agent_model": resolved_agent, "profiles": profiles}
+
+
+def resolved_models(model_check: dict[str, Any]) -> dict[str, str | None]:
+    """What the agent's model name resolved to at the model check; None when the check was
+    skipped or the provider did not say (never the requested name passed off as resolved)."""
+    resolved = model_check.get("agent_model") if model_check.get("checked") else None
+    return {"agent": resolved if isinstance(resolved, str) else None}
+
+
+def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> ExperimentRecord:
+    shared = shared_identity(defn)
+    cells: dict[str, dict[str, str]] = {}
+    tasks: dict[str, dict[str, Any]] = {}
+    for condition_id in defn.config.conditions:
+        cells[condition_id] = {}
+        for task_id in defn.task_ids:
+            identity, _ = cell_identity(defn, condition_id, task_id, shared)
+            cells[condition_id][task_id] = identity_hash(identity)
+            tasks[task_id] = identity["task"] | {"sha256": identity_hash(identity["task"])}
+    conditions = {}
+    for c in defn.config.conditions:
+        ident = condition_identity(defn, c)
+        conditions[c] = ident | {"sha256": identity_hash(ident)}
+    provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models(model_check))
+    config = defn.config.resolved()
+    return ExperimentRecord(
+        experiment=defn.config.experiment,
+        identity_hash=experiment_identity_hash(cells, defn.config.replicates),
+        config=config,
+        task_ids=list(defn.task_ids),
+        selected_task_ids=list(defn.selected_task_ids),
+        conditions=conditions,
+        tasks=tasks,
+        shared=shared,
+        cells=cells,
+        matrix={
+            "conditions": list(defn.config.conditions),
+            "tasks": list(defn.selected_task_ids),
+            "replicates": defn.config.replicates,
+        },
+        model_check=model_check,
+        provenance=provenance.model_dump(mode="json"),
+        execution=execution_record(defn.config, defn.config_file),
+        offline=defn.offline,
+    )
+
+
+def execution_record(config: ExperimentConfig, config_file: Path | None = None) -> dict[str, Any]:
+    """Execution settings, the start checks' switches, and the scheduler's cores and resource
+    caps when Snakemake ran it: recorded, never hashed."""
+    return config.execution.model_dump(mode="json") | {
+        "allow_uncommitted": config.allow_uncommitted,
+        "check_models": config.check_models,
+        "scheduler": config_wrapper(config_file).get("scheduler"),
+    }
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        required=True,
+        help="config YAML/JSON, or an experiment.json to rerun",
+    )
+    parser.add_argument("--config-json", help="JSON object merged over the config file")
+    parser.add_argument("--project-root", type=Path, help="default: the VeriHarness checkout")
+    parser.add_argument(
+        "--allow-uncommitted",
+        action="store_true",
+        help="run with uncommitted inputs; records say so",
+    )
+
+
+def load_from_args(args: argparse.Namespace) -> tuple[ExperimentConfig, Path]:
+    overrides = parse_json_overrides(args.config_json)
+    if args.allow_uncommitted:
+        overrides["allow_uncommitted"] = True
+    if getattr(args, "skip_model_check", False):
+        overrides["check_models"] = False
+    config = load_config(args.config, overrides)
+    root = args.project_root or project_root()
+    return config, root
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--skip-model-check",
+        action="store_true",
+        help="do not look model names up with their provider (dry runs)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config, root = load_from_args(args)
+        defn = load_definition(config, root, args.config)
+        model_check = check_models(defn) if config.check_models else {"checked": False}
+        record = build_experiment_record(defn, model_check)
+    except DEFINITION_ERRORS as error:
+        print(f"check-experiment: {error}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(args.out)
+    cells = sum(len(v) for v in record.cells.values())
+    print(
+        f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
+        f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
+        f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
+    )
+    return 0

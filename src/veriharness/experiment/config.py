@@ -1,0 +1,373 @@
+"""The experiment configuration, conditions and tasks, as pydantic models.
+
+A config file states only what differs from the defaults; the models fill in every default so the
+experiment record can write every value out. The same keys are documented (with a description per
+key) in ``workflow/schemas/config.schema.yaml``, which Snakemake validates at workflow load and
+which ``load_config`` also applies, so both places refuse the same mistakes. A test keeps the
+schema's defaults equal to the models' defaults and to ``config/config.yaml``.
+
+An experiment record (``experiment.json``) is accepted as a config: its ``config`` member is the
+fully resolved config it was made from.
+
+Design choices worth knowing:
+
+- Every model forbids unknown keys, so a misspelt key is an error naming it, not a silent default.
+- Placeholder model names (``your-model``, ``TODO``, ...) are refused when the config loads.
+- ``agent.base_url`` may only be a ``${ENV_NAME}`` reference or a loopback URL: records write the
+  config out, and a private endpoint URL must never appear in them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+__all__ = [
+    "ConfigError",
+    "AgentSettings",
+    "CompareSettings",
+    "ExecutionSettings",
+    "ExperimentConfig",
+    "Viewport",
+    "TaskSpec",
+    "ConditionSpec",
+    "SCHEMA_PATH",
+    "is_placeholder_model",
+    "load_config",
+    "config_from_mapping",
+    "parse_json_overrides",
+    "load_task",
+    "resolve_task_ids",
+    "load_condition",
+]
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+_PLACEHOLDER_MODELS = {"", "your-model", "todo", "<model>", "changeme", "change-me", "tbd"}
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}(/.*)?$")
+_LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/.*)?$")
+
+
+# Files that carry a config under "config": an experiment record (to rerun it), and the merged
+# config the workflow hands its verbs (which also names the files it was merged from).
+WRAPPED_CONFIG_KINDS = ("experiment_record", "effective_config")
+
+
+class ConfigError(ValueError):
+    """The experiment definition is not usable; the message names the field and the value."""
+
+
+def is_placeholder_model(name: str) -> bool:
+    """True for names that stand in for a model someone forgot to choose."""
+    text = name.strip().lower()
+    return text in _PLACEHOLDER_MODELS or (text.startswith("<") and text.endswith(">"))
+
+
+def _repeated(values: tuple[str, ...]) -> list[str]:
+    return sorted({v for v in values if values.count(v) > 1})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentSettings(_Strict):
+    """The orchestrating agent: which model, where, and the session's limits (hashed)."""
+
+    endpoint: Literal["offline", "anthropic", "gateway"] = "offline"
+    base_url: str | None = None
+    api_key_env: str = Field(default="ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    model: str = "veriharness-offline-agent-1"
+    max_turns: int = Field(default=40, ge=1)
+    wall_clock_seconds: int = Field(default=900, ge=1)
+    allowed_tools: tuple[str, ...] = (
+        "Read",
+        "Write",
+        "Edit",
+        "Bash",
+        "Glob",
+        "Grep",
+        "mcp__mllm__call",
+    )
+    tool_search: bool = False
+    isolation: Literal["bwrap", "none"] = "bwrap"
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that define a run: all but the key's variable name, which only says
+        where the key is read from, plus how `allowed_tools` is applied. Sessions once had
+        Claude Code's whole default tool set whatever `allowed_tools` said; since `--tools`
+        makes the list exclusive, `tool_set` keeps such runs from passing for today's."""
+        return self.model_dump(mode="json", exclude={"api_key_env"}) | {"tool_set": "exclusive"}
+
+    @field_validator("model")
+    @classmethod
+    def _not_placeholder(cls, value: str) -> str:
+        if is_placeholder_model(value):
+            raise ValueError(f"agent.model is a placeholder ({value!r}); name a real model")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_private_url(cls, value: str | None) -> str | None:
+        if value is not None and not (_ENV_REF.match(value) or _LOOPBACK.match(value)):
+            raise ValueError(
+                f"agent.base_url {value!r} must be a ${{ENV_NAME}} reference or a loopback URL; "
+                "put a private endpoint in an environment variable so records never hold it"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _gateway_needs_url(self) -> AgentSettings:
+        if self.endpoint == "gateway" and self.base_url is None:
+            raise ValueError("agent.base_url is required when agent.endpoint is 'gateway'")
+        if self.endpoint != "gateway" and self.base_url is not None:
+            raise ValueError(
+                f"agent.base_url is only used with endpoint 'gateway', not {self.endpoint!r}"
+            )
+        return self
+
+
+class CompareSettings(_Strict):
+    """Which two conditions the comparison pairs (analysis only; not hashed)."""
+
+    baseline: str
+    treatment: str
+
+
+class ExecutionSettings(_Strict):
+    """How the runs are executed: recorded in every record, never hashed."""
+
+    retries: int = Field(default=0, ge=0)
+    workspace_root: str | None = None
+    keep_workspaces: bool = False
+    debug: bool = False
+    sample: int | None = Field(default=None, ge=1)
+    results_dir: str = "results"
+
+
+class ExperimentConfig(_Strict):
+    """One experiment: the matrix definition, the agent, and how to execute it."""
+
+    experiment: str = Field(default="example", pattern=_ID)
+    tasks: Literal["all"] | tuple[str, ...] = "all"
+    conditions: tuple[str, ...] = ("b3-absent", "b3-present")
+    replicates: int = Field(default=1, ge=1)
+    tasks_dir: str = "tasks"
+    conditions_dir: str = "conditions"
+    prompts_dir: str = "prompts"
+    taxonomy: str = "prompts/taxonomy/capabilities-v0.1.yaml"
+    model_catalog: str = "config/model-catalog.offline.yaml"
+    agent: AgentSettings = AgentSettings()
+    compare: CompareSettings | None = CompareSettings(baseline="b3-absent", treatment="b3-present")
+    check_models: bool = True
+    allow_uncommitted: bool = False
+    execution: ExecutionSettings = ExecutionSettings()
+
+    @field_validator("conditions")
+    @classmethod
+    def _conditions_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("conditions must list at least one condition id")
+        if repeated := _repeated(value):
+            raise ValueError(f"conditions lists {repeated} more than once")
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_unique(cls, value: Any) -> Any:
+        if isinstance(value, tuple):
+            if not value:
+                raise ValueError("tasks must be 'all' or a non-empty list of task ids")
+            if repeated := _repeated(value):
+                raise ValueError(f"tasks lists {repeated} more than once")
+        return value
+
+    @model_validator(mode="after")
+    def _compare_names_listed_conditions(self) -> ExperimentConfig:
+        if self.compare is not None:
+            for role in ("baseline", "treatment"):
+                name = getattr(self.compare, role)
+                if name not in self.conditions:
+                    raise ValueError(
+                        f"compare.{role} {name!r} is not one of conditions {list(self.conditions)}"
+                    )
+            if self.compare.baseline == self.compare.treatment:
+                raise ValueError("compare.baseline and compare.treatment must differ")
+        return self
+
+    def resolved(self) -> dict[str, Any]:
+        """Every value, defaults included, as plain JSON-able data."""
+        return self.model_dump(mode="json")
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _schema_errors(data: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(_schema())
+    messages = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        messages.append(f"{where}: {error.message}")
+    return messages
+
+
+def config_from_mapping(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
+    """Validate a config mapping (a file's content or Snakemake's merged config)."""
+    if data.get("kind") in WRAPPED_CONFIG_KINDS:
+        data = data.get("config") or {}
+    problems = _schema_errors(data)
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems))
+    try:
+        return ExperimentConfig(**data)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: {_describe(error)}") from None
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        value = item.get("input")
+        shown = "" if isinstance(value, dict) else f" (value {value!r})"
+        parts.append(f"{where}: {item['msg']}{shown}")
+    return "; ".join(parts)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Load a YAML or JSON config file (or an experiment.json), then apply deep overrides."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"config file {path} is not valid YAML/JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping, not {type(data).__name__}")
+    if data.get("kind") in WRAPPED_CONFIG_KINDS:
+        data = dict(data.get("config") or {})
+    if overrides:
+        data = _merge(data, overrides)
+    return config_from_mapping(data, source=str(path))
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def parse_json_overrides(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"--config-json is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--config-json must be a JSON object")
+    return value
+
+
+class Viewport(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    width: int = Field(ge=1)
+    height: int = Field(ge=1)
+
+
+class TaskSpec(BaseModel):
+    """``tasks/<id>/task.yaml``; further optional fields are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    id: str = Field(pattern=_ID)
+    title: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    description: str = ""
+    viewport: Viewport
+
+
+_TASK_FILES = ("task.yaml", "reference.png")
+
+
+def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
+    """A task folder's spec. `task.yaml` and `reference.png` are required; `reference.html` is
+    optional (a screenshot-only task gets no block metrics), but when it is there its rendered
+    `reference_dom.json` must be too, or scoring would fail after the paid sessions."""
+    folder = Path(tasks_dir) / task_id
+    missing = [name for name in _TASK_FILES if not (folder / name).is_file()]
+    if missing:
+        raise ConfigError(f"task {task_id!r}: missing {', '.join(missing)} in {folder}")
+    if (folder / "reference.html").is_file() and not (folder / "reference_dom.json").is_file():
+        raise ConfigError(
+            f"task {task_id!r}: {folder} has reference.html but no reference_dom.json; write it "
+            f"with `veriharness render-reference {folder}`"
+        )
+    data = yaml.safe_load((folder / "task.yaml").read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ConfigError(f"task {task_id!r}: {folder / 'task.yaml'} must hold a mapping")
+    try:
+        spec = TaskSpec(**data)
+    except ValidationError as error:
+        detail = _describe(error)
+        raise ConfigError(f"task {task_id!r} ({folder / 'task.yaml'}): {detail}") from None
+    if spec.id != task_id:
+        raise ConfigError(f"task folder {folder} declares id {spec.id!r}; it must be {task_id!r}")
+    return spec
+
+
+def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
+    """The experiment's task ids: every task folder for ``all``, else the listed ids in order."""
+    tasks_dir = root / config.tasks_dir
+    if not tasks_dir.is_dir():
+        raise ConfigError(f"tasks_dir {config.tasks_dir!r} is not a folder under {root}")
+    if config.tasks == "all":
+        found = tuple(sorted(p.name for p in tasks_dir.iterdir() if (p / "task.yaml").is_file()))
+        if not found:
+            raise ConfigError(f"tasks: 'all' found no task folder with task.yaml in {tasks_dir}")
+        return found
+    unknown = [t for t in config.tasks if not (tasks_dir / t / "task.yaml").is_file()]
+    if unknown:
+        raise ConfigError(f"tasks: no task.yaml for {unknown} in {tasks_dir}")
+    return tuple(config.tasks)
+
+
+class ConditionSpec(BaseModel):
+    """``conditions/<id>.yaml``: the prompt modules a condition appends, nothing else."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=_ID)
+    description: str = Field(min_length=1)
+    modules: tuple[str, ...] = Field(min_length=1)
+
+
+def load_condition(conditions_dir: Path, condition_id: str) -> ConditionSpec:
+    path = Path(conditions_dir) / f"{condition_id}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"condition {condition_id!r}: no file {path}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        spec = ConditionSpec(**(data or {}))
+    except (ValidationError, TypeError) as error:
+        detail = _describe(error) if isinstance(error, ValidationError) else str(error)
+        raise ConfigError(f"condition {condition_id!r} ({path}): {detail}") from None
+    if spec.id != condition_id:
+        raise ConfigError(
+            f"condition file {path} declares id {spec.id!r}; it must be {condition_id!r}"
+        )
+    return spec

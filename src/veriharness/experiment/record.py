@@ -1,0 +1,181 @@
+"""Run and experiment records, the identity hash, and ``veriharness record diff``.
+
+A record has three parts kept apart on purpose:
+
+- ``identity``: every input that defines what a run is. Its canonical-JSON sha256 is the
+  ``identity_hash``. Inputs enter by the sha256 of their bytes (prompt sources, task files,
+  condition file, taxonomy, catalog file) plus the values that matter (prompt template and
+  resolved digests, agent model and session limits, the catalog's public part and private hash,
+  the CallMLLM request schema version).
+- ``provenance``: where and when it was made (git commit, dirty files, package and ``claude``
+  versions, host, time). Recorded, never hashed.
+- ``execution``: how runs are executed (concurrency, retries, workspaces, sampling, results
+  folder). Recorded, never hashed.
+
+The replicate index is written in the run record but kept out of the identity, so the replicates of
+one cell share an identity hash and can be grouped by it. The experiment's identity hash covers
+the matrix: every cell's identity hash, and the replicate count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from veriharness._util.hashing import sha256_file, sha256_json
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TOOL_SCHEMA_VERSION",
+    "RunRecord",
+    "ExperimentRecord",
+    "task_identity",
+    "identity_hash",
+    "experiment_identity_hash",
+    "flatten",
+    "diff_records",
+    "add_arguments",
+    "run",
+]
+
+FORMAT_VERSION = 1
+# The CallMLLM request contract (instruction, typed inputs, capability_tags, output,
+# model_profile). A change to what the tool accepts is a new version here.
+TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
+
+_HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
+
+
+class RunRecord(BaseModel):
+    """``run.json``: one cell of the matrix, one replicate."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["run_record"] = "run_record"
+    format_version: int = FORMAT_VERSION
+    experiment: str
+    condition: str
+    task: str
+    replicate: int
+    identity_hash: str
+    identity: dict[str, Any]
+    provenance: dict[str, Any]
+    execution: dict[str, Any]
+    offline: bool
+
+
+class ExperimentRecord(BaseModel):
+    """``experiment.json``: the resolved config and the identity of every cell."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["experiment_record"] = "experiment_record"
+    format_version: int = FORMAT_VERSION
+    experiment: str
+    identity_hash: str
+    config: dict[str, Any]
+    task_ids: list[str]
+    selected_task_ids: list[str]
+    conditions: dict[str, dict[str, Any]]
+    tasks: dict[str, dict[str, Any]]
+    shared: dict[str, Any]
+    cells: dict[str, dict[str, str]]
+    matrix: dict[str, Any]
+    model_check: dict[str, Any]
+    provenance: dict[str, Any]
+    execution: dict[str, Any]
+    offline: bool
+
+
+def task_identity(folder: Path, task_id: str) -> dict[str, Any]:
+    """Every file of a task folder by sha256 (relative POSIX paths, sorted)."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            files[relative.as_posix()] = sha256_file(path)
+    return {"id": task_id, "files": files}
+
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    return sha256_json(identity)
+
+
+def experiment_identity_hash(cells: dict[str, dict[str, str]], replicates: int) -> str:
+    return sha256_json({"cells": cells, "replicates": replicates})
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as ``a.b.c`` keys; lists and scalars are leaves."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _is_hashed(field: str) -> bool:
+    return any(field == p.rstrip(".") or field.startswith(p) for p in _HASHED_PREFIXES)
+
+
+def diff_records(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    """``(section, field, a_value, b_value)`` for every differing field; hashed fields first."""
+    flat_a, flat_b = flatten(a), flatten(b)
+    missing = object()
+    rows = []
+    for field in sorted(set(flat_a) | set(flat_b)):
+        left, right = flat_a.get(field, missing), flat_b.get(field, missing)
+        if left != right:
+            section = "hashed" if _is_hashed(field) else "recorded"
+            rows.append(
+                (
+                    section,
+                    field,
+                    "<absent>" if left is missing else left,
+                    "<absent>" if right is missing else right,
+                )
+            )
+    rows.sort(key=lambda row: (row[0] != "hashed", row[1]))
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    diff = sub.add_parser("diff", help="print the fields that differ between two records")
+    diff.add_argument("a", type=Path, help="a run.json or experiment.json")
+    diff.add_argument("b", type=Path, help="another record of the same kind")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SystemExit(f"record diff: no file {path}") from None
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"record diff: {path} is not JSON: {error}") from None
+    if not isinstance(data, dict) or data.get("kind") not in ("run_record", "experiment_record"):
+        raise SystemExit(
+            f"record diff: {path} is not a run or experiment record (kind "
+            f"{data.get('kind') if isinstance(data, dict) else None!r})"
+        )
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print differing fields (hashed first); exit 0 when none differ, 1 otherwise."""
+    a, b = _read(args.a), _read(args.b)
+    if a["kind"] != b["kind"]:
+        print(f"record diff: {args.a} is a {a['kind']} and {args.b} is a {b['kind']}")
+        return 2
+    rows = diff_records(a, b)
+    if not rows:
+        print("no differences")
+        return 0
+    for section, field, left, right in rows:
+        print(f"{section:9}{field}: {json.dumps(left)} -> {json.dumps(right)}")
+    hashed = sum(1 for row in rows if row[0] == "hashed")
+    print(f"{len(rows)} field(s) differ, {hashed} of them hashed")
+    return 1

@@ -1,0 +1,129 @@
+"""``veriharness prepare``: one run's record and prompt snapshot, before the agent starts.
+
+Writes, in the run folder, ``run.json`` (identity, provenance, execution, offline flag),
+``system_prompt.md`` (the assembled text for ``--append-system-prompt-file``) and
+``prompt/<module-id>.md`` (each resolved module). It makes no network request and hashes only the
+one task it prepares, so it stays cheap when Snakemake runs it for every cell.
+
+When the config is an experiment record (or ``--experiment-record`` names one), the cell's
+identity hash must equal the one ``check-experiment`` recorded: a prompt, task or condition edited
+after the check is refused instead of producing a run the experiment record does not describe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from veriharness.experiment.check import (
+    DEFINITION_ERRORS,
+    Definition,
+    add_common_arguments,
+    cell_identity,
+    execution_record,
+    load_definition,
+    load_from_args,
+    resolved_models,
+)
+from veriharness.experiment.config import ConfigError
+from veriharness.experiment.prompts import AssembledPrompt
+from veriharness.experiment.provenance import collect_provenance
+from veriharness.experiment.record import RunRecord, identity_hash
+
+__all__ = ["prepare_run", "write_run", "add_arguments", "run"]
+
+
+def _recorded_experiment(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return None
+    return data if isinstance(data, dict) and data.get("kind") == "experiment_record" else None
+
+
+def prepare_run(
+    defn: Definition,
+    condition_id: str,
+    task_id: str,
+    replicate: int,
+    recorded: dict[str, Any] | None = None,
+) -> tuple[RunRecord, AssembledPrompt]:
+    if not 1 <= replicate <= defn.config.replicates:
+        raise ConfigError(
+            f"replicate {replicate} is outside 1..{defn.config.replicates} "
+            "(the config's replicates)"
+        )
+    identity, prompt = cell_identity(defn, condition_id, task_id)
+    digest = identity_hash(identity)
+    models = resolved_models({})
+    if recorded is not None:
+        expected = recorded.get("cells", {}).get(condition_id, {}).get(task_id)
+        if expected != digest:
+            raise ConfigError(
+                f"cell {condition_id}/{task_id}: identity {digest} differs from {expected} in the "
+                "experiment record; its inputs changed since check-experiment (run it again)"
+            )
+        models = resolved_models(recorded.get("model_check", {}))
+    provenance = collect_provenance(defn.git, defn.uncommitted, models)
+    record = RunRecord(
+        experiment=defn.config.experiment,
+        condition=condition_id,
+        task=task_id,
+        replicate=replicate,
+        identity_hash=digest,
+        identity=identity,
+        provenance=provenance.model_dump(mode="json"),
+        execution=execution_record(defn.config, defn.config_file),
+        offline=defn.offline,
+    )
+    return record, prompt
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_run(run_dir: Path, record: RunRecord, prompt: AssembledPrompt) -> None:
+    for module in prompt.modules:
+        _write(run_dir / "prompt" / f"{module.id}.md", module.text)
+    _write(run_dir / "system_prompt.md", prompt.text)
+    # run.json last: its presence means the folder is complete.
+    _write(run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("--condition", required=True)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--replicate", type=int, required=True, help="1-based replicate index")
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument(
+        "--experiment-record",
+        type=Path,
+        help="experiment.json whose cell hash this run must match (default: the "
+        "--config file when it is an experiment record)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config, root = load_from_args(args)
+        defn = load_definition(config, root, args.config)
+        recorded = _recorded_experiment(args.experiment_record or args.config)
+        if args.experiment_record is not None and recorded is None:
+            raise ConfigError(
+                f"--experiment-record {args.experiment_record} is not a readable experiment record"
+            )
+        record, prompt = prepare_run(defn, args.condition, args.task, args.replicate, recorded)
+    except DEFINITION_ERRORS as error:
+        print(f"prepare: {error}", file=sys.stderr)
+        return 2
+    write_run(args.run_dir, record, prompt)
+    print(f"prepared {args.condition}/{args.task}/r{args.replicate}: {record.identity_hash}")
+    return 0

@@ -1,0 +1,265 @@
+"""Render stage: open an `answer.html` in Debian's Chromium and record what it shows.
+
+The `render` and `render-reference` verbs: arguments, batch files, and for each answer (or task
+reference) the files written from one capture. The browser itself is `render_browser.py`'s
+business; what `dom.json` holds, and how image sources in it are written, is `render_dom.py`'s.
+
+Design notes
+- The viewport is the reference image's size at device scale factor 1, so a capture can be
+  compared with the reference pixel for pixel. `render.png` is always exactly that size;
+  `render_full.png` exists only when the page is taller than the viewport.
+- A missing, empty or failing answer is a result, not a crash: its status is recorded and
+  `render.png` is a white image of the viewport size so the later stages still have their inputs.
+  Only setup problems (no Chromium, unusable arguments) make the verb exit non-zero.
+- Every batch line and every reference image is checked before Chromium starts, so a bad line
+  late in a batch cannot leave earlier runs half rendered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from veriharness._util.hashing import sha256_file
+from veriharness.render.browser import (
+    DEFAULT_LOAD_TIMEOUT_S,
+    Capture,
+    Renderer,
+    RenderSetupError,
+)
+from veriharness.render.dom import DomRecord, RenderRecord, Size, Status, Timings
+
+# The dom.json and render.json models live in render_dom; the browser session in render_browser.
+__all__ = [
+    "BatchItem",
+    "render_answer",
+    "render_reference",
+    "read_batch",
+    "reference_size",
+    "task_viewport",
+    "add_render_arguments",
+    "run_render",
+    "add_render_reference_arguments",
+    "run_render_reference",
+]
+
+
+class BatchItem(BaseModel):
+    """One line of a `--batch` file."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer_dir: Path
+    reference: Path
+    out: Path
+
+
+def _white_png(viewport: Size) -> bytes:
+    from io import BytesIO
+
+    buffer = BytesIO()
+    Image.new("RGB", (viewport.width, viewport.height), "white").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _write_json(path: Path, model: BaseModel) -> None:
+    path.write_text(model.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+def reference_size(reference: Path) -> Size:
+    try:
+        with Image.open(reference) as image:
+            width, height = image.size
+    except (OSError, ValueError) as exc:
+        raise RenderSetupError(f"reference image {reference} cannot be read: {exc}") from exc
+    return Size(width=width, height=height)
+
+
+def _answer_state(answer: Path) -> Status | None:
+    if not answer.is_file():
+        return "missing_answer"
+    if not answer.read_bytes().strip():
+        return "empty_answer"
+    return None
+
+
+def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Path) -> RenderRecord:
+    """Render `answer_dir/answer.html` at the size of `reference`; write the outputs into `out`."""
+    viewport = reference_size(reference)
+    answer = answer_dir / "answer.html"
+    state = _answer_state(answer)
+    if state is None:
+        capture = renderer.capture(answer, answer_dir, viewport)
+    else:
+        empty = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+        capture = Capture(status=state, dom=empty, timings=Timings(load_ms=0, capture_ms=0))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "render.png").write_bytes(capture.viewport_png or _white_png(viewport))
+    full = out / "render_full.png"
+    if capture.full_png is not None:
+        full.write_bytes(capture.full_png)
+    elif full.exists():
+        full.unlink()  # a stale capture from an earlier render would contradict render.json
+    record = RenderRecord(
+        status=capture.status,
+        viewport=viewport,
+        page=capture.dom.page,
+        full_page=capture.full_png is not None,
+        timings=capture.timings,
+        blocked_requests=capture.blocked_requests,
+        console_errors=capture.console_errors,
+        page_errors=capture.page_errors,
+        error=capture.error,
+        answer_sha256=sha256_file(answer) if answer.is_file() else None,
+    )
+    _write_json(out / "dom.json", capture.dom)
+    out_json = json.loads(record.model_dump_json())
+    if record.timings.launch_ms is None:
+        del out_json["timings"]["launch_ms"]
+    (out / "render.json").write_text(json.dumps(out_json, indent=1) + "\n")
+    return record
+
+
+class _TaskView(BaseModel):
+    viewport: Size
+
+
+def task_viewport(task_dir: Path) -> Size:
+    import yaml
+
+    path = task_dir / "task.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise RenderSetupError(f"{path} cannot be read: {exc}") from exc
+    try:
+        return _TaskView.model_validate(raw, strict=True).viewport
+    except ValidationError as exc:
+        raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
+
+
+def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
+    """Render tasks/<id>/reference.html; write reference.png and reference_dom.json next to it.
+
+    A reference that blocks requests, throws, or fails to load is refused: it would be a broken
+    yardstick for every run scored against it.
+    """
+    viewport = task_viewport(task_dir)
+    html = task_dir / "reference.html"
+    if not html.is_file():
+        raise RenderSetupError(f"{html} does not exist")
+    capture = renderer.capture(html, task_dir, viewport)
+    problems = [f"load failed: {capture.error}"] if capture.status != "ok" else []
+    problems += [f"blocked request {b.url}" for b in capture.blocked_requests]
+    problems += [f"page error {e}" for e in capture.page_errors]
+    problems += [f"console error {e}" for e in capture.console_errors]
+    if problems or capture.viewport_png is None:
+        raise RenderSetupError(f"{html} is not a clean reference: " + "; ".join(problems))
+    (task_dir / "reference.png").write_bytes(capture.viewport_png)
+    _write_json(task_dir / "reference_dom.json", capture.dom)
+    return capture.dom
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
+        for e in exc.errors()
+    )
+
+
+def read_batch(path: Path) -> list[BatchItem]:
+    """Every line of a batch file, all checked before any page is rendered."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise RenderSetupError(f"batch file {path} cannot be read: {exc}") from exc
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(BatchItem.model_validate_json(line))
+        except ValidationError as exc:
+            raise RenderSetupError(f"{path} line {number}: {_describe(exc)}") from exc
+    if not items:
+        raise RenderSetupError(f"batch file {path} holds no runs")
+    return items
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=DEFAULT_LOAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="page-load time limit (default %(default)s)",
+    )
+    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
+    parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
+    parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
+    parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    _add_common(parser)
+
+
+def _fail(message: str) -> int:
+    print(f"veriharness: {message}", file=sys.stderr)
+    return 2
+
+
+def run_render(args: argparse.Namespace) -> int:
+    single = [args.answer_dir, args.reference, args.out]
+    try:
+        if args.batch is not None:
+            if any(v is not None for v in single):
+                raise RenderSetupError(
+                    "--batch cannot be combined with --answer-dir/--reference/--out"
+                )
+            items = read_batch(args.batch)
+        elif None in single:
+            raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
+        else:
+            items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
+        for item in items:
+            reference_size(item.reference)
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for item in items:
+                record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+                print(f"{record.status:<15} {item.out}")
+    except RenderSetupError as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "task_dirs",
+        type=Path,
+        nargs="+",
+        metavar="TASK_DIR",
+        help="tasks/<id> folder(s) holding task.yaml and reference.html",
+    )
+    _add_common(parser)
+
+
+def run_render_reference(args: argparse.Namespace) -> int:
+    try:
+        for task_dir in args.task_dirs:
+            task_viewport(task_dir)
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for task_dir in args.task_dirs:
+                dom = render_reference(renderer, task_dir)
+                print(
+                    f"ok {task_dir}: {dom.viewport.width}x{dom.viewport.height}, "
+                    f"{len(dom.texts)} texts, {len(dom.images)} images"
+                )
+    except RenderSetupError as exc:
+        return _fail(str(exc))
+    return 0

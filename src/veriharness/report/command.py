@@ -1,0 +1,113 @@
+"""`veriharness report`: plots and static per-run pages for people to look at.
+
+Design notes:
+
+- Reads the collected tables (run `veriharness collect` first) and the run folders; writes only
+  under --out. Plots are PNG (matplotlib Agg), each with a caption `.rst` beside it for
+  `snakemake --report`; `report_plots` draws them.
+- The index lists every run with a link to its page; `report_page` writes one page per run folder.
+  Run pages are written by worker processes (--jobs), which with pages that decode no image keeps
+  a report of 10,000 runs to about the time of reading them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from multiprocessing import Pool
+from pathlib import Path
+
+import pandas as pd
+
+from veriharness.report.plots import (
+    plot_capability_tags,
+    plot_cost_vs_fidelity,
+    plot_metrics_by_condition,
+)
+from veriharness.report.run_page import CSS, PageJob, esc, run_page
+
+__all__ = [
+    "write_report",
+    "add_arguments",
+    "run",
+]
+
+_PARALLEL_FROM = 50  # run pages; below this, starting worker processes costs more than it saves
+
+
+def _write_pages(jobs: list[PageJob], workers: int) -> None:
+    if workers > 1 and len(jobs) >= _PARALLEL_FROM:
+        with Pool(workers) as pool:
+            for _ in pool.imap_unordered(run_page, jobs, chunksize=16):
+                pass
+    else:
+        for job in jobs:
+            run_page(job)
+
+
+def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
+    runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
+    tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
+    out.mkdir(parents=True, exist_ok=True)
+    plots = [
+        plot_metrics_by_condition(runs, out / "metrics_by_condition.png"),
+        plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png"),
+        plot_capability_tags(runs, tags, out / "capability_tags.png"),
+    ]
+    rows, pages = [], []
+    for r in runs.itertuples():
+        rel = f"runs/{r.condition}/{r.task}/r{r.replicate}"
+        run_dir = exp_dir / r.condition / r.task / f"r{r.replicate}"
+        link = "–"
+        if run_dir.is_dir():
+            reference = tasks_dir / r.task / "reference.png"
+            title = f"{r.condition} / {r.task} / r{r.replicate}"
+            pages.append(PageJob(run_dir, reference, out, rel, title))
+            link = f"<a href='{esc(rel)}/index.html'>page</a>"
+        rows.append(
+            f"<tr><td>{esc(r.condition)}</td><td>{esc(r.task)}</td>"
+            f"<td>{r.replicate}</td><td>{esc(r.status)}</td>"
+            f"<td>{esc(str(r.reason or ''))}</td><td>{link}</td></tr>"
+        )
+    _write_pages(pages, jobs or os.cpu_count() or 1)
+    images = "".join(
+        f"<h2>{esc(p.stem)}</h2><p>{esc(p.with_suffix('.rst').read_text())}</p>"
+        f"<img src='{esc(p.name)}'>"
+        for p in plots
+    )
+    index = out / "index.html"
+    index.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{esc(exp_dir.name)}</h1>{images}<h2>Runs</h2>"
+        "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
+        f"<th></th></tr>{''.join(rows)}</table></body></html>",
+        encoding="utf-8",
+    )
+    return index
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
+    parser.add_argument("--out", type=Path, required=True, help="report folder")
+    parser.add_argument(
+        "--tasks-dir", type=Path, default=Path("tasks"), help="holds <task>/reference.png"
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        print(f"report: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    for name in ("runs", "capability_tags"):
+        if not (args.experiment_dir / "tables" / f"{name}.parquet").is_file():
+            print(
+                f"report: {args.experiment_dir}/tables/{name}.parquet not found; run "
+                "`veriharness collect` first",
+                file=sys.stderr,
+            )
+            return 2
+    index = write_report(args.experiment_dir, args.out, args.tasks_dir, args.jobs)
+    print(f"report: {index}")
+    return 0
