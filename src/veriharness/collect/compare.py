@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from veriharness._util import atomic
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -262,12 +263,6 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     """Condition -> task -> identity hash from experiment.json; None when there is none."""
     if not path.is_file():
@@ -310,10 +305,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     csv = args.experiment_dir / "comparison.csv"
-    tmp = csv.with_name(f".{csv.name}.tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, csv)
-    _write(args.experiment_dir / "comparison.md", comparison_markdown(table))
+    with atomic.replacing(csv) as tmp:
+        table.to_csv(tmp, index=False)
+    atomic.write_text(args.experiment_dir / "comparison.md", comparison_markdown(table))
     print(
         f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
         f"{len(table.attrs['left_out'])} runs left out -> {csv}"
