@@ -27,7 +27,6 @@ Design notes:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -35,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -268,9 +268,9 @@ def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     if not path.is_file():
         return None
     try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ComparisonError(f"{path}: cannot read its cells ({exc})") from exc
+        cells = read_record(path, EXPERIMENT_RECORD).get("cells")
+    except RecordError as exc:
+        raise ComparisonError(f"cannot read the experiment's cells: {exc}") from exc
     if not isinstance(cells, dict) or not all(isinstance(v, dict) for v in cells.values()):
         raise ComparisonError(f"{path}: field 'cells' must map condition -> task -> hash")
     return cells
