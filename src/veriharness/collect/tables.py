@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,7 +68,7 @@ def _cast(series: pd.Series, dtype: str) -> pd.Series:
 
 
 def _frame(
-    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: list[str] = ()
+    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: Sequence[str] = ()
 ) -> pd.DataFrame:
     names = [c.name for c in columns] + list(extra)
     df = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)

@@ -216,7 +216,8 @@ class ExperimentConfig(_Strict):
 
 @cache
 def _schema() -> dict[str, Any]:
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
 
 
 def _schema_errors(data: dict[str, Any]) -> list[str]:

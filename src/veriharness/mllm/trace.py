@@ -126,7 +126,7 @@ class CallRejected(_Model):
 TraceEvent = Annotated[
     CallStarted | CallCompleted | CallFailed | CallRejected, Field(discriminator="event")
 ]
-_EVENT = TypeAdapter(TraceEvent)
+_EVENT: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
 
 
 class TraceWriter:

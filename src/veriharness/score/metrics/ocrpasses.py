@@ -148,7 +148,8 @@ def flat_panels(image: Image.Image) -> np.ndarray:
     areas = np.bincount(labels.ravel())
     large = areas >= _PANEL_AREA
     large[0] = False
-    return large[labels]
+    panels: np.ndarray = large[labels]
+    return panels
 
 
 def panel_contrast_image(image: Image.Image) -> Image.Image:
