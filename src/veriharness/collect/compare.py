@@ -43,7 +43,6 @@ __all__ = [
     "ComparisonError",
     "measures",
     "eligible_runs",
-    "pair_runs",
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
@@ -104,12 +103,6 @@ def eligible_runs(
         reason = reason.mask(outside, "not in the experiment's matrix")
     left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
     return runs.loc[reason.isna()], left_out.reset_index(drop=True)
-
-
-def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
-    """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
-    _check_conditions(runs, baseline, treatment)
-    return _pair(runs, baseline, treatment)
 
 
 def _pair(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
