@@ -38,9 +38,8 @@ metric is 0.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from difflib import SequenceMatcher
-from functools import partial
 from statistics import fmean
 from typing import NamedTuple
 
@@ -197,13 +196,24 @@ def _gain(before: list[float], after: list[float]) -> float:
 
 
 def _merge_once(
-    blocks: list[Block], score: Callable[[list[Block]], list[float]], before: list[float]
+    blocks: list[Block], others: list[Block], ratios: _Ratios, answer_side: bool
 ) -> list[Block] | None:
-    """`blocks` after the worth-doing merges of neighbours, or None when there is none."""
+    """`blocks` (one page) after the worth-doing merges of neighbours against `others` (the
+    other page), or None when there is none. Ratio matrices have one row per block of `blocks`
+    and are turned answer-by-reference for the assignment."""
+
+    def r(block: Block, other: Block) -> float:
+        return ratios(block.text, other.text) if answer_side else ratios(other.text, block.text)
+
+    def costs(rows: NDArray[np.float64]) -> list[float]:
+        return _assign(rows if answer_side else rows.T, context=False)[1]
+
+    base = np.array([[r(b, o) for o in others] for b in blocks])
+    before = costs(base)
     gains: list[tuple[float, int]] = []
     for k in range(len(blocks) - 1):
-        trial = [*blocks[:k], _join(blocks[k], blocks[k + 1]), *blocks[k + 2 :]]
-        gain = _gain(before, score(trial))
+        joined = np.array([[r(_join(blocks[k], blocks[k + 1]), o) for o in others]])
+        gain = _gain(before, costs(np.vstack((base[:k], joined, base[k + 2 :]))))
         if gain > MERGE_MIN_GAIN:
             gains.append((gain, k))
     if not gains:
@@ -224,22 +234,16 @@ def _merge_once(
     return merged
 
 
-def _costs(ratios: _Ratios, answer: list[Block], reference: list[Block]) -> list[float]:
-    return _assign(ratios.matrix(answer, reference), context=False)[1]
-
-
 def _merge_neighbours(
     answer: list[Block], reference: list[Block], ratios: _Ratios
 ) -> tuple[list[Block], list[Block]]:
     """Both pages after rounds of neighbour merging, until neither changes."""
     while True:
         changed = False
-        by_answer = partial(_costs, ratios, reference=reference)
-        merged = _merge_once(answer, by_answer, _costs(ratios, answer, reference))
+        merged = _merge_once(answer, reference, ratios, answer_side=True)
         if merged is not None:
             answer, changed = merged, True
-        by_reference = partial(_costs, ratios, answer)
-        merged = _merge_once(reference, by_reference, _costs(ratios, answer, reference))
+        merged = _merge_once(reference, answer, ratios, answer_side=False)
         if merged is not None:
             reference, changed = merged, True
         if not changed:
