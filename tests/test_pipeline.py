@@ -354,15 +354,12 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     finished: Path, project: Path, tmp_path: Path
 ) -> None:
     # Last in this file: it leaves the experiment scored by the next version.
-    # The package reads its config schema from the checkout around it: a checkout it gets.
-    checkout = tmp_path / "next"
-    package = checkout / "src"
+    package = tmp_path / "next"
     shutil.copytree(
         ROOT / "src" / "veriharness",
         package / "veriharness",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    (checkout / "workflow").symlink_to(ROOT / "workflow")
     version_file = package / "veriharness" / "score" / "__init__.py"
     current = f'SCORER_VERSION = "{SCORER_VERSION}"'
     assert current in version_file.read_text()

@@ -1,5 +1,5 @@
 # Audit the artifact rules and score fidelity against the reference.
-# The scorer version is a param: a new one rescores every finished run, never a session (P-16).
+# The scorer version is a param: a new one rescores every finished run, never a session (P-17).
 from veriharness.score import SCORER_VERSION
 
 

@@ -70,6 +70,9 @@ CONTEXT_WINDOW = 1
 _CONTEXT_MIN_RATIO = 0.5
 
 
+Rgb = tuple[float, float, float]
+
+
 class Block(NamedTuple):
     """A text block with its box as fractions of its page, and the DOM texts it holds."""
 
@@ -78,7 +81,7 @@ class Block(NamedTuple):
     y: float
     width: float
     height: float
-    color: tuple[float, float, float]
+    color: Rgb
     nodes: tuple[int, ...]
 
     @property
@@ -108,11 +111,19 @@ class BlockScores(NamedTuple):
     answer_blocks: int
 
 
+def _mix(first: Rgb, second: Rgb, *, floor: bool) -> Rgb:
+    """Channel-wise mean of two colours; Design2Code floors it when it merges neighbours."""
+    (r1, g1, b1), (r2, g2, b2) = first, second
+    if floor:
+        return ((r1 + r2) // 2, (g1 + g2) // 2, (b1 + b2) // 2)
+    return ((r1 + r2) / 2, (g1 + g2) / 2, (b1 + b2) / 2)
+
+
 def _join(first: Block, second: Block) -> Block:
     x0, y0 = min(first.x, second.x), min(first.y, second.y)
     x1 = max(first.x + first.width, second.x + second.width)
     y1 = max(first.y + first.height, second.y + second.height)
-    color = tuple((a + b) // 2 for a, b in zip(first.color, second.color, strict=True))
+    color = _mix(first.color, second.color, floor=True)
     return Block(
         f"{first.text} {second.text}", x0, y0, x1 - x0, y1 - y0, color, first.nodes + second.nodes
     )
@@ -127,12 +138,13 @@ def page_blocks(page: DomFacts) -> list[Block]:
         if not text or node.area <= 0:
             continue
         box = (node.x / width, node.y / height, node.width / width, node.height / height)
-        block = Block(text, *box, tuple(float(c) for c in node.color), (index,))
+        red, green, blue = node.color
+        block = Block(text, *box, (float(red), float(green), float(blue)), (index,))
         same = by_box.get(box)
         if same is None:
             by_box[box] = block
         else:
-            color = tuple((a + b) / 2 for a, b in zip(same.color, block.color, strict=True))
+            color = _mix(same.color, block.color, floor=False)
             nodes = same.nodes + block.nodes
             by_box[box] = same._replace(text=f"{same.text} {text}", color=color, nodes=nodes)
     return list(by_box.values())
