@@ -7,7 +7,7 @@ the job starts the server; it ends after `IDLE_SECONDS` without a request, or wi
 Outside a SLURM job (no `SLURM_JOB_ID`) the verb launches its own browser, as without the option.
 
 Why the output is the same as one browser per run: the server calls the batch mode's
-`render_answer`, and each page gets its own browser context (render_browser), so nothing one
+`render_answer`, and each page gets its own browser context (render.browser), so nothing one
 answer does reaches the next. Only `render.json`'s timings differ, as they do between any two
 renders; `timings.launch_ms` appears in the first render of each browser only.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from veriharness.render_browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
+from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 
 POOL_MODES = ("none", "slurm-job")
 IDLE_SECONDS = 90.0
@@ -83,7 +83,7 @@ def _start_server(directory: Path, load_timeout_s: float, chromium: str | None) 
     """Start the pool's server and wait until it listens (it binds only once Chromium runs)."""
     path = directory / "socket"
     path.unlink(missing_ok=True)  # left by a server that was killed
-    command = [sys.executable, "-m", "veriharness.render_pool", "--dir", str(directory),
+    command = [sys.executable, "-m", "veriharness.render.pool", "--dir", str(directory),
                "--load-timeout", str(load_timeout_s)]  # fmt: skip
     if chromium:
         command += ["--chromium", chromium]
@@ -130,7 +130,7 @@ def render_in_pool(
 
 
 def _answer(renderer: object, line: bytes) -> dict[str, str]:
-    from veriharness.render import BatchItem, reference_size, render_answer
+    from veriharness.render.command import BatchItem, reference_size, render_answer
 
     try:
         item = BatchItem.model_validate_json(line)
@@ -156,7 +156,7 @@ def _idle_exit(directory: Path) -> bool:
 
 
 def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: float) -> None:
-    from veriharness.render_browser import Renderer
+    from veriharness.render.browser import Renderer
 
     with Renderer(load_timeout_s, chromium) as renderer:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
