@@ -34,8 +34,8 @@ from veriharness.render.browser import (
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 from veriharness.render.dom import DomRecord, RenderRecord, Size, Status, Timings
+from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
 # The dom.json and render.json models live in render_dom; the browser session in render_browser.
 __all__ = [

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
+from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, Renderer, RenderSetupError
 
 POOL_MODES = ("none", "slurm-job")
 IDLE_SECONDS = 90.0
@@ -51,7 +51,8 @@ def pool_dir(job_id: str) -> Path:
 def pool_for(mode: str) -> Path | None:
     """The pool folder `mode` asks for here, or None for a browser of the verb's own."""
     if mode not in POOL_MODES:
-        raise RenderSetupError(f"--browser-pool must be one of {', '.join(POOL_MODES)}, got {mode!r}")
+        choices = ", ".join(POOL_MODES)
+        raise RenderSetupError(f"--browser-pool must be one of {choices}, got {mode!r}")
     job_id = os.environ.get("SLURM_JOB_ID", "")
     if mode == "none" or not job_id:
         return None
@@ -129,13 +130,13 @@ def render_in_pool(
     return str(reply["status"])
 
 
-def _answer(renderer: object, line: bytes) -> dict[str, str]:
+def _answer(renderer: Renderer, line: bytes) -> dict[str, str]:
     from veriharness.render.command import BatchItem, reference_size, render_answer
 
     try:
         item = BatchItem.model_validate_json(line)
         reference_size(item.reference)
-        record = render_answer(renderer, item.answer_dir, item.reference, item.out)  # type: ignore[arg-type]
+        record = render_answer(renderer, item.answer_dir, item.reference, item.out)
     except ValidationError as exc:
         return {"setup_error": f"bad pool request {line[:200]!r}: {exc}"}
     except RenderSetupError as exc:
@@ -156,12 +157,11 @@ def _idle_exit(directory: Path) -> bool:
 
 
 def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: float) -> None:
-    from veriharness.render.browser import Renderer
-
     with Renderer(load_timeout_s, chromium) as renderer:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(directory / "socket.new"))
         listener.listen(8)
+        (directory / "server.pid").write_text(f"{os.getpid()}\n")
         os.replace(directory / "socket.new", directory / "socket")
         listener.settimeout(idle_s)
         while True:
