@@ -45,11 +45,8 @@ ENV = {"VERIHARNESS_SLURM_PARTITION": "bench", "VERIHARNESS_SLURM_ACCOUNT": "ben
 
 
 def _replicates(runs: int) -> int:
-    per = len(TASKS) * len(CONDITIONS)
-    if runs % per:
-        raise SystemExit(f"--runs {runs}: must be a multiple of {per} "
-                         f"({len(TASKS)} tasks x {len(CONDITIONS)} conditions)")  # fmt: skip
-    return runs // per
+    """Replicates giving the nearest whole matrix to `runs` (as bench/dag.py rounds)."""
+    return max(1, round(runs / (len(TASKS) * len(CONDITIONS))))
 
 
 def _snakemake(project: Path, replicates: int, *args: str) -> list[str]:
@@ -135,7 +132,8 @@ def main() -> int:
     replicates = _replicates(args.runs)
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     size = int(profile["group-components"]["render_score"])
-    print(f"{args.runs:,} runs ({len(TASKS)} tasks x {len(CONDITIONS)} conditions x "
+    runs = replicates * len(TASKS) * len(CONDITIONS)
+    print(f"{runs:,} runs ({len(TASKS)} tasks x {len(CONDITIONS)} conditions x "
           f"{replicates} replicates); render_score groups of {size}; "
           f"SLURM controller reachable: {_slurm_reachable()}; load {os.getloadavg()[0]:.1f}",
           flush=True)  # fmt: skip
