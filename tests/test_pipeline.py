@@ -339,3 +339,70 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 2
     finally:
         b3.write_bytes(original)
+
+
+def _kill_everything_of(experiment: Path, process: subprocess.Popen[bytes]) -> None:
+    """What a lost node does: every process of the job ends at once, with no clean-up."""
+    os.killpg(process.pid, signal.SIGKILL)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(experiment).encode() in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+    process.wait(timeout=60)
+
+
+def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(
+    finished: Path, project: Path
+) -> None:
+    extra = (
+        "experiment: lost\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
+    )
+    (project / "config" / "extra.yaml").write_text(extra)
+    experiment = project / "results" / "lost"
+    runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
+    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
+               "config/test.yaml", "config/extra.yaml"]  # fmt: skip
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+    def mid_session(run: Path) -> bool:
+        transcript = run / "transcript.jsonl"
+        return transcript.exists() and transcript.stat().st_size > 0
+
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            done = [r for r in runs if (r / "outcome.json").exists()]
+            busy = [r for r in runs if r not in done and mid_session(r)]
+            if len(done) == 1 and busy:
+                break
+            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
+            time.sleep(0.1)
+    finally:
+        _kill_everything_of(experiment, process)
+    [kept], [lost] = done, [r for r in runs if r not in done]
+    lost_transcript = (lost / "transcript.jsonl").read_bytes()
+    assert lost_transcript and not (lost / "outcome.json").exists()
+    stamp = (kept / "outcome.json").stat().st_mtime_ns
+
+    resumed = snakemake(project, "--cores", "2", "all", "--rerun-incomplete", extra_config=extra)
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "rule run_agent:" in resumed.stdout + resumed.stderr
+    assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
+    assert not (kept / "attempts").exists()
+    assert json.loads((lost / "outcome.json").read_text())["status"] == "ok"
+    attempt = lost / "attempts" / "1"
+    assert sorted(p.name for p in lost.joinpath("attempts").iterdir()) == ["1"]
+    record = json.loads((attempt / "attempt.json").read_text())
+    assert (record["attempt"], record["finished"], record["status"]) == (1, False, None)
+    assert "transcript.jsonl" in record["files"] and "outcome.json" not in record["files"]
+    # The lost attempt's transcript, as the job left it (a killed writer may have added lines).
+    assert (attempt / "transcript.jsonl").read_bytes().startswith(lost_transcript)
+    assert (lost / "transcript.jsonl").read_bytes() != (attempt / "transcript.jsonl").read_bytes()
+    runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
