@@ -353,9 +353,7 @@ def _kill_everything_of(experiment: Path, process: subprocess.Popen[bytes]) -> N
     process.wait(timeout=60)
 
 
-def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(
-    finished: Path, project: Path
-) -> None:
+def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
     extra = (
         "experiment: lost\nallow_uncommitted: true\ntasks: [landing-page]\n"
         "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
