@@ -25,18 +25,19 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dag import CONDITIONS, SKELETON, TASKS, _dry_run, _project_copy  # noqa: E402
-from startup import timed  # noqa: E402
+from dag import _PEAK, CONDITIONS, SKELETON, TASKS, _project_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
@@ -47,6 +48,30 @@ ENV = {"VERIHARNESS_SLURM_PARTITION": "bench", "VERIHARNESS_SLURM_ACCOUNT": "ben
 def _replicates(runs: int) -> int:
     """Replicates giving the nearest whole matrix to `runs` (as bench/dag.py rounds)."""
     return max(1, round(runs / (len(TASKS) * len(CONDITIONS))))
+
+
+class Sample(NamedTuple):
+    wall_s: float
+    cpu_s: float
+    peak_mib: float
+
+
+def _measure(command: list[str], cwd: Path) -> Sample:
+    """Wall and CPU seconds (user + system, all processes) and peak RSS of one command. On a
+    loaded machine wall time mostly measures the others; CPU time much less so."""
+    env = {**os.environ, **ENV}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", _PEAK, *command], cwd=cwd, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    _, stderr = process.communicate()
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        raise SystemExit(f"failed in {cwd}: {' '.join(command)}\n{stderr.decode()[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    peak_kib = int(stderr.decode().strip().splitlines()[-1].split()[1])
+    return Sample(wall, cpu, peak_kib / 1024)
 
 
 def _snakemake(project: Path, replicates: int, *args: str) -> list[str]:
@@ -75,7 +100,8 @@ def count_cluster_jobs(project: Path, replicates: int) -> dict[str, int]:
     return counts
 
 
-def planning(project: Path, tmp: Path, replicates: int) -> tuple[float, float, float, float]:
+def planning(project: Path, tmp: Path, replicates: int) -> tuple[Sample, Sample]:
+    """The skeleton's and the workflow's `snakemake -n --quiet all` (bench/dag.py's command)."""
     skeleton = tmp / "skeleton"
     for task in TASKS:
         (skeleton / "tasks" / task).mkdir(parents=True)
@@ -83,11 +109,10 @@ def planning(project: Path, tmp: Path, replicates: int) -> tuple[float, float, f
     (skeleton / "Snakefile").write_text(
         SKELETON.format(tasks=TASKS, conditions=CONDITIONS, replicates=replicates)
     )
-    bare_s, bare_mb = _dry_run(skeleton)
-    os.environ.update(ENV)
-    ours_s, ours_mb = _dry_run(project, "--profile", str(project / "profiles" / "slurm"),
-                               "--config", f"replicates={replicates}")  # fmt: skip
-    return bare_s, bare_mb, ours_s, ours_mb
+    dry = [sys.executable, "-m", "snakemake", "-n", "--quiet", "all", "--cores", "4"]
+    bare = _measure(dry, skeleton)
+    ours = _measure(_snakemake(project, replicates, "-n", "--quiet", "all"), project)
+    return bare, ours
 
 
 def _group_runs(size: int) -> list[tuple[str, str, int]]:
@@ -95,8 +120,8 @@ def _group_runs(size: int) -> list[tuple[str, str, int]]:
     return runs[:size]
 
 
-def group_startup(project: Path, replicates: int, size: int) -> tuple[float, float]:
-    """Seconds for the node's DAG of one whole group, and for one of its jobs on its own."""
+def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sample]:
+    """The node's DAG of one whole group, and one of its jobs started on its own (dry runs)."""
     runs = _group_runs(size)
     for condition, task, replicate in runs:
         run = project / "results" / "example" / condition / task / f"r{replicate}"
@@ -105,14 +130,8 @@ def group_startup(project: Path, replicates: int, size: int) -> tuple[float, flo
     specs = [f"{rule}:condition={c},task={t},replicate={r}" for c, t, r in runs for rule in GROUPED]
     step = ["--force", "--nolock", "--max-inventory-time", "0", "--cores", "1", "--dry-run",
             "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
-    env_before = dict(os.environ)
-    os.environ.update(ENV)
-    try:
-        group = timed(_snakemake(project, replicates, *step, *specs), project).seconds
-        one = timed(_snakemake(project, replicates, *step, specs[0]), project).seconds
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+    group = _measure(_snakemake(project, replicates, *step, *specs), project)
+    one = _measure(_snakemake(project, replicates, *step, specs[0]), project)
     return group, one
 
 
@@ -128,6 +147,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20000)
     parser.add_argument("--skip-count", action="store_true", help="skip the job listing dry run")
+    parser.add_argument("--skip-plan", action="store_true", help="skip the planning comparison")
     args = parser.parse_args()
     replicates = _replicates(args.runs)
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
@@ -146,14 +166,19 @@ def main() -> int:
             total = sum(counts.values())
             print(f"cluster jobs: {total:,} ({', '.join(f'{k} {v:,}' for k, v in counts.items())})"
                   f"; listing took {time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
-        bare_s, bare_mb, ours_s, ours_mb = planning(project, tmp, replicates)
-        print(f"planning: skeleton {bare_s:.1f} s {bare_mb:.0f} MiB | veriharness + profile "
-              f"{ours_s:.1f} s {ours_mb:.0f} MiB | ratio time {ours_s / bare_s:.2f}, "
-              f"memory {ours_mb / bare_mb:.2f}", flush=True)  # fmt: skip
+        if not args.skip_plan:
+            bare, ours = planning(project, tmp, replicates)
+            print(f"planning: skeleton {bare.wall_s:.1f} s wall, {bare.cpu_s:.1f} s CPU, "
+                  f"{bare.peak_mib:.0f} MiB | veriharness + profile {ours.wall_s:.1f} s wall, "
+                  f"{ours.cpu_s:.1f} s CPU, {ours.peak_mib:.0f} MiB | ratio wall "
+                  f"{ours.wall_s / bare.wall_s:.2f}, CPU {ours.cpu_s / bare.cpu_s:.2f}, memory "
+                  f"{ours.peak_mib / bare.peak_mib:.2f}", flush=True)  # fmt: skip
         group, one = group_startup(project, replicates, size)
-        print(f"group start-up: node DAG of a {size}-run group {group:.2f} s; each of its "
-              f"{2 * size} jobs starts snakemake again: {one:.2f} s; "
-              f"about {group + 2 * size * one:.0f} s of start-up per group job")  # fmt: skip
+        print(f"group start-up: node DAG of a {size}-run group {group.wall_s:.2f} s wall "
+              f"({group.cpu_s:.2f} s CPU); each of its {2 * size} jobs starts snakemake again: "
+              f"{one.wall_s:.2f} s wall ({one.cpu_s:.2f} s CPU); about "
+              f"{group.cpu_s + 2 * size * one.cpu_s:.0f} s CPU of start-up per group job; "
+              f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -341,10 +341,6 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         b3.write_bytes(original)
 
 
-def _planned_agent_jobs_run(result: subprocess.CompletedProcess[str]) -> int:
-    return len(re.findall(r"^rule run_agent:", result.stdout + result.stderr, re.MULTILINE))
-
-
 def _kill_the_job_of(run: Path) -> None:
     """What a scheduler's kill does to a job: its processes (the job's shell, run-agent, the
     claude session and its mllm server, all naming the run folder) end at once, no clean-up."""
@@ -399,7 +395,7 @@ def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) ->
     resumed = snakemake(project, "--cores", "2", "all", extra_config=extra)
 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert _planned_agent_jobs_run(resumed) == 1
+    assert _planned_agent_jobs(resumed) == 1
     assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
     assert not (kept / "attempts").exists()
     assert json.loads((lost / "outcome.json").read_text())["status"] == "ok"
