@@ -350,6 +350,75 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         b3.write_bytes(original)
 
 
+def _kill_the_job_of(run: Path) -> None:
+    """What a scheduler's kill does to a job: its processes (the job's shell, run-agent, the
+    claude session and its mllm server, all naming the run folder) end at once, no clean-up."""
+    names = [f"{run}{end}".encode() for end in ("/", " ", "\0")]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if any(name in cmdline.read_bytes() + b"\0" for name in names):
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
+    extra = (
+        "experiment: lost\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
+    )
+    (project / "config" / "extra.yaml").write_text(extra)
+    experiment = project / "results" / "lost"
+    runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
+    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
+               "config/test.yaml", "config/extra.yaml"]  # fmt: skip
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+    def mid_session(run: Path) -> bool:
+        transcript = run / "transcript.jsonl"
+        return transcript.exists() and transcript.stat().st_size > 0
+
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            done = [r for r in runs if (r / "outcome.json").exists()]
+            busy = [r for r in runs if r not in done and mid_session(r)]
+            if len(done) == 1 and busy:
+                break
+            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
+            time.sleep(0.1)
+        [kept], [lost] = done, busy
+        _kill_the_job_of(lost.relative_to(project))
+        # Snakemake sees the job fail, removes its declared outputs and finishes the other run.
+        assert process.wait(timeout=600) != 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    lost_transcript = (lost / "transcript.jsonl").read_bytes()
+    assert lost_transcript and not (lost / "outcome.json").exists()
+    assert (kept / "metrics.json").exists()
+    stamp = (kept / "outcome.json").stat().st_mtime_ns
+
+    resumed = snakemake(project, "--cores", "2", "all", extra_config=extra)
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert _planned_agent_jobs(resumed) == 1
+    assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
+    assert not (kept / "attempts").exists()
+    assert json.loads((lost / "outcome.json").read_text())["status"] == "ok"
+    attempt = lost / "attempts" / "1"
+    assert sorted(p.name for p in lost.joinpath("attempts").iterdir()) == ["1"]
+    record = json.loads((attempt / "attempt.json").read_text())
+    assert (record["attempt"], record["finished"], record["status"]) == (1, False, None)
+    assert "transcript.jsonl" in record["files"] and "outcome.json" not in record["files"]
+    assert (attempt / "transcript.jsonl").read_bytes() == lost_transcript
+    assert (lost / "transcript.jsonl").read_bytes() != lost_transcript
+    runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
+
+
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     finished: Path, project: Path, tmp_path: Path
 ) -> None:

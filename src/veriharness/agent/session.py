@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
+from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, python_paths, sandboxed
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm.catalog import (
@@ -262,8 +263,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
     """Run the session and write transcript, trace, answer and outcome into the run folder."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    for stale in ("transcript.jsonl", "mllm_trace.jsonl", "outcome.json", "model_requests.jsonl"):
-        (run_dir / stale).unlink(missing_ok=True)
+    keep_earlier_attempt(run_dir)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
     config_dir = Path(tempfile.mkdtemp(prefix="veriharness-claude-config-"))
     base: dict[str, Any] = {
