@@ -146,9 +146,10 @@ REVIEW_SCHEMA: dict[str, Any] = {
 
 SNOOP_MARKER = "<veriharness-offline-agent-snoops/>"
 _SOUGHT = (
+    "reference.png",  # in the workspace: shows the search itself works
     "run.json", "mllm_trace.jsonl", "outcome.json", "experiment.json", "agent_requests.jsonl",
     "config.effective.json", "model-catalog*", "*catalog*.yaml", "capabilities-v*.yaml",
-    "reference.html", "decisions.md",
+    "reference_dom.json", "decisions.md",
 )  # fmt: skip
 _PRUNED = r"\( -path /proc -o -path /sys -o -path /dev \) -prune -o"
 _NAMES = " -o ".join(f"-name '{name}'" for name in _SOUGHT)
