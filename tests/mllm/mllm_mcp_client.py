@@ -127,6 +127,7 @@ def http_server(
 ) -> Iterator[str]:
     """The real `veriharness mllm-server --transport http` process; yields its MCP URL."""
     port_file = log.with_suffix(".port")
+    port_file.unlink(missing_ok=True)
     args = [sys.executable, "-m", "veriharness", "mllm-server", "--transport", "http",
             "--workspace", str(workspace), "--catalog", str(catalog), "--trace", str(trace),
             "--port-file", str(port_file)]  # fmt: skip

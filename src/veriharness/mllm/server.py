@@ -303,7 +303,8 @@ def build_server(service: CallService) -> MCPServer:
         finally:
             service.close()
 
-    return MCPServer("mllm", tools=[tool], lifespan=lifespan)
+    # WARNING: at INFO the SDK renders every failed tool call to stderr, costing milliseconds.
+    return MCPServer("mllm", tools=[tool], lifespan=lifespan, log_level="WARNING")
 
 
 def token_guard(app: Any, token: str) -> Any:
@@ -394,6 +395,7 @@ def _serve_http(server: MCPServer, token: str, port: int, port_file: Path | None
     # Bound here, before uvicorn starts, so the chosen port can be reported once it listens.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(128)
     app = server.streamable_http_app(streamable_http_path=MLLM_HTTP_PATH, host=host)
