@@ -202,8 +202,7 @@ class ModelProxy(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server_address[1]}"
 
     def authorized(self, headers: Any) -> bool:
         key = headers.get("x-api-key") or ""
@@ -271,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
@@ -406,7 +407,7 @@ def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
         if not plan.keep_workspace:
             remove_workspace(workspace)
         remove_workspace(session_dir)
-    (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     return outcome
 
 
@@ -458,7 +459,7 @@ def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:
         sink.flush()
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
