@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +33,7 @@ from veriharness._util.programs import claude_version, find_bwrap, find_claude, 
 from veriharness._util.redaction import Redactor
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
-from veriharness.agent.request_record import REQUESTS_FILE
+from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
@@ -317,10 +317,15 @@ def running_mllm_server(
         _kill_group(server)
 
 
-def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
+def run_session(
+    plan: SessionPlan,
+    admit: Admit | None = None,
+    on_record: Callable[[AgentRequest], None] | None = None,
+) -> AgentOutcome:
     """Run the session and write transcript, trace, answer and outcome into the run folder.
 
-    `admit`, when given, sees every model request before it goes upstream and may refuse it."""
+    `admit`, when given, sees every model request before it goes upstream and may refuse it;
+    `on_record` gets each request's record once it is written (both for spending caps)."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
     for stale in _WRITTEN:
@@ -354,6 +359,7 @@ def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
                     tokens["session token"],
                     run_dir / REQUESTS_FILE,
                     admit,
+                    on_record,
                 )
             )
             mllm_url = stack.enter_context(
