@@ -344,9 +344,14 @@ class _Handler(BaseHTTPRequestHandler):
         sse = SseUsage() if streamed else None
         kept = bytearray()
         sent = 0
+        failure = None
         try:
             for chunk in _chunks(response):
-                self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+                try:
+                    self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+                except OSError as error:
+                    failure = f"the agent closed its connection after {sent} bytes: {error}"
+                    break
                 if sent == 0:
                     record["time_to_first_byte_ms"] = _ms(began)
                 sent += len(chunk)
@@ -355,8 +360,10 @@ class _Handler(BaseHTTPRequestHandler):
                 elif len(kept) < _ERROR_BODY_LIMIT:
                     kept += chunk
         except (OSError, http.client.HTTPException) as error:
+            failure = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+        if failure is not None:
             record["response_bytes"] = sent
-            record["error"] = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+            record["error"] = failure
             conn.close()
             self._drop_connection()
             _finish(record, sse, kept)
