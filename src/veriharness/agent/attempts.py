@@ -34,6 +34,8 @@ SESSION_FILES = (
     "claude_stderr.log",
     "mcp_config.json",
     "model_requests.jsonl",
+    "agent_requests.jsonl",
+    "mllm_server.log",
     "answer",
 )
 LOST = (
