@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -41,7 +42,8 @@ def _launches(log: Path) -> int:
 
 @pytest.fixture
 def job_id() -> Iterator[str]:
-    """A job number no real job on this machine has; the pool's server is stopped afterwards."""
+    """A job number no real job on this machine has; the pool's server is stopped and its
+    folder removed afterwards."""
     number = str(2_000_000_000 + os.getpid() % 100_000_000)
     yield number
     pid_file = pool_dir(number) / "server.pid"
@@ -50,6 +52,7 @@ def job_id() -> Iterator[str]:
             os.kill(int(pid_file.read_text()), signal.SIGTERM)
         except ProcessLookupError:
             pass
+    shutil.rmtree(pool_dir(number), ignore_errors=True)
 
 
 def _render(answer: Path, reference: Path, out: Path, pool: str, chromium: Path, job: str):
