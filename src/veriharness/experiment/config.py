@@ -19,8 +19,10 @@ Design choices worth knowing:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +30,8 @@ from typing import Any, Literal
 import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 
 __all__ = [
     "ConfigError",
@@ -41,6 +45,8 @@ __all__ = [
     "SCHEMA_PATH",
     "is_placeholder_model",
     "load_config",
+    "deep_merge",
+    "task_ids",
     "config_from_mapping",
     "parse_json_overrides",
     "load_task",
@@ -58,7 +64,7 @@ _LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/.*)?
 
 # Files that carry a config under "config": an experiment record (to rerun it), and the merged
 # config the workflow hands its verbs (which also names the files it was merged from).
-WRAPPED_CONFIG_KINDS = ("experiment_record", "effective_config")
+WRAPPED_CONFIG_KINDS = (EXPERIMENT_RECORD, EFFECTIVE_CONFIG)
 
 
 class ConfigError(ValueError):
@@ -259,17 +265,19 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     if data.get("kind") in WRAPPED_CONFIG_KINDS:
         data = dict(data.get("config") or {})
     if overrides:
-        data = _merge(data, overrides)
+        data = deep_merge(data, overrides)
     return config_from_mapping(data, source=str(path))
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
+def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` laid over it: mappings merge key by key, anything else replaces.
+    Neither argument is changed; the result shares no mutable value with them."""
+    merged = copy.deepcopy(dict(base))
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
         else:
-            merged[key] = value
+            merged[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
     return merged
 
 
@@ -331,20 +339,24 @@ def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
     return spec
 
 
-def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
-    """The experiment's task ids: every task folder for ``all``, else the listed ids in order."""
-    tasks_dir = root / config.tasks_dir
+def task_ids(tasks_dir: Path, tasks: str | Sequence[str]) -> tuple[str, ...]:
+    """The experiment's task ids: every task folder (sorted) for ``all``, else the listed ids in
+    order, each of which must have a ``task.yaml``."""
     if not tasks_dir.is_dir():
-        raise ConfigError(f"tasks_dir {config.tasks_dir!r} is not a folder under {root}")
-    if config.tasks == "all":
+        raise ConfigError(f"tasks_dir {str(tasks_dir)!r} is not a folder")
+    if tasks == "all":
         found = tuple(sorted(p.name for p in tasks_dir.iterdir() if (p / "task.yaml").is_file()))
         if not found:
             raise ConfigError(f"tasks: 'all' found no task folder with task.yaml in {tasks_dir}")
         return found
-    unknown = [t for t in config.tasks if not (tasks_dir / t / "task.yaml").is_file()]
+    unknown = [t for t in tasks if not (tasks_dir / t / "task.yaml").is_file()]
     if unknown:
         raise ConfigError(f"tasks: no task.yaml for {unknown} in {tasks_dir}")
-    return tuple(config.tasks)
+    return tuple(tasks)
+
+
+def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
+    return task_ids(root / config.tasks_dir, config.tasks)
 
 
 class ConditionSpec(BaseModel):
