@@ -51,6 +51,9 @@ RUN_STATUSES = (
     "max_turns",
     "missing_answer",
     "not_started",
+    "infra_error",
+    "render_failed",
+    "score_failed",
     "missing",
 )
 

@@ -6,9 +6,10 @@ Design notes:
   in comparison.md and counted in comparison.csv's attributes): a run outside the experiment's
   matrix (a folder left from an earlier configuration), a run whose identity hash differs from
   the one experiment.json gives its cell (a run of an older definition that was not redone), and
-  a run whose status is `failed` (the session itself broke: the CLI crashed, the provider
-  errored, or CallMLLM was not connected). Sessions that hit their turn or time limit stay in:
-  those are outcomes of the condition.
+  a run whose status is `failed` (the session itself broke: the CLI crashed, or CallMLLM was not
+  connected), `infra_error` (the infrastructure failed the session: provider unreachable, sandbox
+  or model server down) or `render_failed` / `score_failed` (the answer could not be measured).
+  Sessions that hit their turn or time limit stay in: those are outcomes of the condition.
 - Runs are paired by (task, replicate): the same task and replicate number under both conditions.
   The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
   calls; for each, the difference is treatment minus baseline.
@@ -66,6 +67,8 @@ HIGHER_IS_BETTER = frozenset(
 )
 LOWER_IS_BETTER = frozenset({"metric_mae", "cost_usd", "turns"})
 _KEYS = ["task", "replicate"]
+# Runs that measure no outcome of their condition: the session or a later stage broke.
+_LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed")
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
 
 
@@ -87,7 +90,8 @@ def eligible_runs(
     reason = pd.Series(pd.NA, index=runs.index, dtype="object")
     if "status" in runs:
         detail = runs["reason"].fillna("") if "reason" in runs else ""
-        reason = reason.mask(runs["status"] == "failed", "status failed: " + detail)
+        for status in _LEFT_OUT_STATUSES:
+            reason = reason.mask(runs["status"] == status, f"status {status}: " + detail)
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],

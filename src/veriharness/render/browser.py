@@ -93,6 +93,11 @@ FULL_PAGE_MAX_HEIGHT = 16_384
 FULL_PAGE_MAX_WIDTH = 4_096
 DOM_MAX_ENTRIES = 20_000
 RENDERER_MEMORY_MB = 512
+_ADD_STYLE = """css => {
+  const style = document.createElement('style');
+  style.textContent = css;
+  (document.head || document.documentElement).appendChild(style);
+}"""
 
 # Runs first in every document and frame: the page cannot open dialogs or windows, and cannot
 # replace itself. The first document (about:blank) must let the answer's own navigation through.
@@ -213,9 +218,19 @@ class Renderer:
         self._launch_reported = True
         return self.launch_ms
 
+    def _alive(self) -> bool:
+        """Whether the browser still answers (its disconnection may not have been noticed yet)."""
+        if not self._browser.is_connected():
+            return False
+        try:
+            self._browser.new_context().close()
+        except Exception:  # noqa: BLE001 - any failure here means the browser is gone
+            return False
+        return True
+
     def capture(self, html: Path, root: Path, viewport: Size) -> Capture:
         """Load `html` with only files under `root` reachable, and capture it."""
-        if not self._browser.is_connected():
+        if not self._alive():
             self._launch()  # the last page took the browser down with it
         return _PageCapture(self, html, root, viewport).run()
 
@@ -291,8 +306,8 @@ class _PageCapture:
             context.add_init_script(GUARD_SCRIPT)
             context.route("**/*", self._route)
             context.route_web_socket("**/*", self._socket)
-            context.on("page", self._popup)
             self.page = page = context.new_page()
+            context.on("page", self._popup)
             page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: self.errors.append(str(e)))
             page.on("dialog", self._dialog)
@@ -329,12 +344,12 @@ class _PageCapture:
             load_ms = load_ms or _ms(start)
             kills = renderer._guard.take_kills()
             if kills:
-                step = "memory"
                 error = (
                     f"the page's renderer grew past {self.limits.renderer_memory_mb} MB "
                     f"({kills[0][1]} MB) and was stopped during the {step} step: {error}"
                 )
-            elif not renderer._browser.is_connected():
+                step = "memory"
+            elif not renderer._alive():
                 error = f"the browser stopped during the {step} step: {error}"
                 step = "browser"
         finally:
@@ -377,7 +392,8 @@ class _PageCapture:
         if not loaded:
             # A termination still pending would end the next evaluation: let this one take it.
             _quietly(lambda: page.evaluate("0"))
-            page.add_style_tag(content=FREEZE_CSS)
+            # add_style_tag would wait for a load event that no longer comes.
+            page.evaluate(_ADD_STYLE, FREEZE_CSS)
         return loaded
 
     def _note_dom_caps(self, capped: dict[str, bool]) -> None:
@@ -393,13 +409,24 @@ class _PageCapture:
             return None
         height = min(size.height, self.limits.full_page_max_height)
         width = min(size.width, self.limits.full_page_max_width)
-        if height < size.height:
-            self.capped.append("full_page_height")
         if width < size.width:
             self.capped.append("full_page_width")
+        clip = {"x": 0, "y": 0, "width": width, "height": height}
+        if height < size.height:
+            # A full-page capture lays out and paints the whole page however tall it is (minutes
+            # and gigabytes for a page millions of pixels tall); a viewport of the capped height
+            # paints only what is kept. Units of the viewport height (vh) grow with it.
+            self.capped.append("full_page_height")
+            page.set_viewport_size({"width": self.viewport.width, "height": height})
+            return page.screenshot(
+                clip=clip,
+                animations="disabled",
+                caret="hide",
+                timeout=self.renderer.load_timeout_ms,
+            )
         return page.screenshot(
             full_page=True,
-            clip={"x": 0, "y": 0, "width": width, "height": height},
+            clip=clip,
             animations="disabled",
             caret="hide",
             timeout=self.renderer.load_timeout_ms,
