@@ -4,7 +4,11 @@
 `command_line` and `session_environment` are the only places the command and its environment are
 built; `run_session` starts the process in its own process group, writes the stream-json
 transcript line by line as it arrives (a crash keeps what came before), kills the whole group at
-the wall-clock limit, and `outcome.json` records what happened. Nothing here retries a session.
+the wall-clock limit, and `outcome.json` records what happened. A session that ends in
+`infra_error` (`outcome.py`) is attempted again, up to `execution.infra_retries` more times; the
+files of each earlier attempt (and any found from an interrupted job) are moved, never deleted,
+into `attempts/<n>/`, and `outcome.json` lists every attempt with its status and cause. Agent
+outcomes are never retried.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness.agent.isolation import claude_installation, python_paths, sandboxed
+from veriharness.agent.outcome import Status, classify
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm.catalog import (
     HANDED_ENV_PREFIX,
@@ -63,8 +68,6 @@ _KILL_GRACE_SECONDS = 5.0
 _SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH")
 _MASK = "***"
 
-Status = Literal["ok", "failed", "timeout", "max_turns", "not_started"]
-
 
 class SessionPlan(BaseModel):
     """Everything one session needs, resolved to absolute paths."""
@@ -90,6 +93,8 @@ class SessionPlan(BaseModel):
     log_model_requests: bool
     project: Path
     label: str
+    infra_retries: int = 0
+    api_retries: int | None = None  # Claude Code's own retries of a failed API request
 
     @property
     def offline(self) -> bool:
@@ -103,9 +108,22 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int | None = None
 
 
+class Attempt(BaseModel):
+    """One try of the session, as `outcome.json` lists it."""
+
+    attempt: int
+    status: Status
+    cause: str | None = None
+    started_at: str
+    finished_at: str
+    files: str | None = None  # where this attempt's files were kept, relative to the run folder
+
+
 class AgentOutcome(BaseModel):
     kind: Literal["agent_outcome"] = "agent_outcome"
     status: Status
+    api_error_status: int | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
     exit_code: int | None = None
     result_subtype: str | None = None
     is_error: bool | None = None
@@ -160,6 +178,8 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         log_model_requests=execution.debug,
         project=project,
         label="-".join(run_dir.parts[-3:]),
+        infra_retries=execution.infra_retries,
+        api_retries=execution.api_retries,
     )
 
 
@@ -216,6 +236,8 @@ def session_environment(
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
+    if plan.api_retries is not None:
+        ours["CLAUDE_CODE_MAX_RETRIES"] = str(plan.api_retries)
     ours.update(handed_environment(load_catalog(plan.catalog), os.environ))
     if offline_url is not None:
         ours[OFFLINE_URL_ENV] = offline_url  # for CallMLLM profiles served by the offline model
@@ -258,12 +280,57 @@ def _model_endpoint(plan: SessionPlan) -> Iterator[str | None]:
         yield url
 
 
+_ATTEMPT_FILES = (
+    "transcript.jsonl",
+    "mllm_trace.jsonl",
+    "outcome.json",
+    "model_requests.jsonl",
+    "claude_stderr.log",
+    "answer",
+)
+
+
+def _keep_attempt_files(run_dir: Path) -> str | None:
+    """Move what an earlier attempt (or an interrupted job) left into attempts/<n>/."""
+    present = [name for name in _ATTEMPT_FILES if (run_dir / name).exists()]
+    if not present:
+        return None
+    number = 1
+    while (run_dir / "attempts" / str(number)).exists():
+        number += 1
+    target = run_dir / "attempts" / str(number)
+    target.mkdir(parents=True)
+    for name in present:
+        os.replace(run_dir / name, target / name)
+    return target.relative_to(run_dir).as_posix()
+
+
 def run_session(plan: SessionPlan) -> AgentOutcome:
-    """Run the session and write transcript, trace, answer and outcome into the run folder."""
+    """Run the session, again after an infra_error (up to `plan.infra_retries` times), and write
+    transcript, trace, answer and outcome into the run folder."""
+    _keep_attempt_files(plan.run_dir)
+    attempts: list[Attempt] = []
+    while True:
+        outcome = _run_attempt(plan)
+        attempt = Attempt(
+            attempt=len(attempts) + 1,
+            status=outcome.status,
+            cause=outcome.error,
+            started_at=outcome.started_at,
+            finished_at=outcome.finished_at,
+        )
+        if outcome.status != "infra_error" or len(attempts) >= plan.infra_retries:
+            break
+        attempt.files = _keep_attempt_files(plan.run_dir)
+        attempts.append(attempt)
+    outcome.attempts = [*attempts, attempt]
+    atomic.write_text(plan.run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    return outcome
+
+
+def _run_attempt(plan: SessionPlan) -> AgentOutcome:
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    for stale in ("transcript.jsonl", "mllm_trace.jsonl", "outcome.json", "model_requests.jsonl"):
-        (run_dir / stale).unlink(missing_ok=True)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
     config_dir = Path(tempfile.mkdtemp(prefix="veriharness-claude-config-"))
     base: dict[str, Any] = {
@@ -309,15 +376,19 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
             redact.rewrite(run_dir / written_by_others)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
+        status, cause = classify(
+            exit_code, timed_out, summary, _tail(run_dir / "claude_stderr.log")
+        )
+        summary.pop("result_text", None)
         outcome = AgentOutcome(
             **base,
             **summary,
-            status=_status(exit_code, timed_out, summary),
+            status=status,
             exit_code=exit_code,
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=_error(plan, timed_out, summary),
+            error=_error(plan, timed_out) or cause,
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
@@ -334,6 +405,15 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
         remove_workspace(config_dir)
     atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     return outcome
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - size))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _run_process(
@@ -417,6 +497,8 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
                 duration_ms=event.get("duration_ms"),
                 duration_api_ms=event.get("duration_api_ms"),
                 session_id=event.get("session_id"),
+                api_error_status=event.get("api_error_status"),
+                result_text=event.get("result") if isinstance(event.get("result"), str) else None,
                 usage=Usage(
                     **{
                         k: v
@@ -428,23 +510,9 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
     return summary
 
 
-def _status(exit_code: int | None, timed_out: bool, summary: dict[str, Any]) -> Status:
-    if timed_out:
-        return "timeout"
-    if summary.get("mllm_connected") is False:
-        return "failed"  # the condition under study needs CallMLLM; without it, no sample
-    if summary.get("result_subtype") == "error_max_turns":
-        return "max_turns"
-    if exit_code != 0 or summary.get("is_error") or "result_subtype" not in summary:
-        return "failed"
-    return "ok"
-
-
-def _error(plan: SessionPlan, timed_out: bool, summary: dict[str, Any]) -> str | None:
+def _error(plan: SessionPlan, timed_out: bool) -> str | None:
     if timed_out:
         return f"wall-clock limit of {plan.wall_clock_seconds} s reached"
-    if summary.get("mllm_connected") is False:
-        return "the mllm MCP server did not connect: CallMLLM was not available to the session"
     return None
 
 

@@ -54,6 +54,7 @@ RUN_STATUSES = (
     "infra_error",
     "render_failed",
     "score_failed",
+    "collect_failed",
     "missing",
 )
 

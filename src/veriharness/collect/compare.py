@@ -8,8 +8,10 @@ Design notes:
   the one experiment.json gives its cell (a run of an older definition that was not redone), and
   a run whose status is `failed` (the session itself broke: the CLI crashed, or CallMLLM was not
   connected), `infra_error` (the infrastructure failed the session: provider unreachable, sandbox
-  or model server down) or `render_failed` / `score_failed` (the answer could not be measured).
-  Sessions that hit their turn or time limit stay in: those are outcomes of the condition.
+  or model server down) or `render_failed` / `score_failed` / `collect_failed` (the answer could
+  not be measured). Sessions that hit their turn or time limit stay in: those are outcomes of
+  the condition. Each condition's count of runs per status is reported beside the comparison:
+  an infrastructure-error rate that differs between conditions is itself a confound.
 - Runs are paired by (task, replicate): the same task and replicate number under both conditions.
   The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
   calls; for each, the difference is treatment minus baseline.
@@ -44,6 +46,7 @@ __all__ = [
     "ComparisonError",
     "measures",
     "eligible_runs",
+    "status_counts",
     "pair_runs",
     "bootstrap_ci",
     "compare_conditions",
@@ -68,7 +71,7 @@ HIGHER_IS_BETTER = frozenset(
 LOWER_IS_BETTER = frozenset({"metric_mae", "cost_usd", "turns"})
 _KEYS = ["task", "replicate"]
 # Runs that measure no outcome of their condition: the session or a later stage broke.
-_LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed")
+_LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed", "collect_failed")
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
 
 
@@ -172,6 +175,7 @@ def compare_conditions(
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
+    statuses = status_counts(runs, [baseline, treatment])
     runs, left_out = eligible_runs(runs, cells)
     left_out = left_out[left_out["condition"].isin([baseline, treatment])]
     paired = _pair(runs, baseline, treatment)
@@ -216,8 +220,21 @@ def compare_conditions(
         only_baseline=int((paired["_merge"] == "left_only").sum()),
         only_treatment=int((paired["_merge"] == "right_only").sum()),
         left_out=left_out.to_dict("records"),
+        status_counts=statuses,
     )
     return out
+
+
+def status_counts(runs: pd.DataFrame, conditions: list[str]) -> dict[str, dict[str, int]]:
+    """Condition -> status -> number of runs, before any run is left out."""
+    if "status" not in runs:
+        return {}
+    mine = runs[runs["condition"].isin(conditions)]
+    counts = mine.groupby(["condition", "status"], observed=True).size()
+    result: dict[str, dict[str, int]] = {c: {} for c in conditions}
+    for (condition, status), n in counts.items():
+        result[str(condition)][str(status)] = int(n)
+    return result
 
 
 def _fmt(value: object) -> str:
@@ -255,6 +272,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
             f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
             f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {wtl} |"
         )
+    lines += _status_lines(a.get("status_counts", {}))
     lines += ["", f"## Runs left out: {len(left_out)}", ""]
     if left_out:
         lines += ["| condition | task | replicate | reason |", "| --- | --- | --- | --- |"]
@@ -265,6 +283,25 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     else:
         lines.append("None: every run of both conditions belongs to this experiment.")
     return "\n".join(lines) + "\n"
+
+
+def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
+    """Runs per status and condition; infra_error always has a column, since a rate that differs
+    between conditions is itself a confound."""
+    if not counts:
+        return []
+    statuses = sorted({s for per in counts.values() for s in per} | {"infra_error"})
+    lines = [
+        "",
+        "## Run statuses by condition",
+        "",
+        "| condition | runs | " + " | ".join(statuses) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in statuses) + " |",
+    ]
+    for condition, per in counts.items():
+        cells = " | ".join(str(per.get(s, 0)) for s in statuses)
+        lines.append(f"| {condition} | {sum(per.values())} | {cells} |")
+    return lines
 
 
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:

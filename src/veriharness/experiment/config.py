@@ -152,6 +152,8 @@ class ExecutionSettings(_Strict):
     """How the runs are executed: recorded in every record, never hashed."""
 
     retries: int = Field(default=0, ge=0)
+    infra_retries: int = Field(default=2, ge=0)
+    api_retries: int | None = Field(default=None, ge=0)
     workspace_root: str | None = None
     keep_workspaces: bool = False
     debug: bool = False
