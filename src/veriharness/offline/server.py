@@ -60,6 +60,8 @@ _CREATED_UNIX = 1767225600
 
 
 FAULTS_ENV = "VERIHARNESS_OFFLINE_FAULTS"
+_FAULTED: dict[str, int] = {}
+_FAULTS_LOCK = threading.Lock()
 
 
 class Faults(BaseModel):
@@ -101,17 +103,18 @@ class OfflineServer(ThreadingHTTPServer):
         self.request_log = request_log
         self.log_lock = threading.Lock()
         self.faults = faults if faults is not None else Faults.from_environment()
-        self._faulted = 0
 
     def take_fault(self, api: str) -> str | None:
         """The fault to apply to this request of `api` ("messages" or "chat"), if any."""
         faults = self.faults
         if faults.kind == "none" or faults.api not in (api, "all"):
             return None
-        with self.log_lock:
-            if faults.first is not None and self._faulted >= faults.first:
+        key = faults.model_dump_json()
+        with _FAULTS_LOCK:
+            # Counted per process across servers, so `first` spans a session's later attempts.
+            if faults.first is not None and _FAULTED.get(key, 0) >= faults.first:
                 return None
-            self._faulted += 1
+            _FAULTED[key] = _FAULTED.get(key, 0) + 1
         return faults.kind
 
     @property
@@ -284,21 +287,20 @@ class _Handler(BaseHTTPRequestHandler):
         except PolicyInputError as error:
             self._error(400, "invalid_request_error", str(error))
             return
-        if body.get("stream") is True:
-            stream = encode_sse(message)
-            if self._cut:
-                # Headers promise the whole stream; half of it arrives, then the connection ends.
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Content-Length", str(len(stream)))
-                self.end_headers()
-                self.wfile.write(stream[: len(stream) // 2])
-                self.wfile.flush()
-                self.close_connection = True
-                return
-            self._send(200, stream, "text/event-stream; charset=utf-8")
-        else:
-            self._json(200, message.to_json())
+        streamed = body.get("stream") is True
+        payload = encode_sse(message) if streamed else json.dumps(message.to_json()).encode()
+        kind = "text/event-stream; charset=utf-8" if streamed else "application/json"
+        if self._cut:
+            # The headers promise the whole answer; half of it arrives, then the connection ends.
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self._send(200, payload, kind)
 
     def _chat(self, body: dict[str, Any]) -> None:
         if self._fault("chat"):
