@@ -7,17 +7,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from support.cli import veriharness
+from support.hostile import bomb_png
 from veriharness.render.browser import FULL_PAGE_MAX_HEIGHT, Renderer
 from veriharness.render.command import render_answer
 from veriharness.render.dom import DomRecord, RenderRecord
@@ -30,22 +29,6 @@ MARK = (
     "<body style='margin:0;font:16px sans-serif'>"
     f"<div style='width:100px;height:60px;background:rgb{BLUE}'></div><p>still here</p>"
 )
-
-
-def _bomb_png(path: Path, width: int, height: int) -> None:
-    """A valid 1-bit PNG of width x height blank pixels: tiny on disk, huge when decoded."""
-    row = b"\x00" * (1 + (width + 7) // 8)
-    packer = zlib.compressobj(9)
-    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body)
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
-    )
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +80,7 @@ def test_an_image_bomb_in_assets_is_flagged_not_decoded(
     tmp_path: Path, renderer: Renderer, task: Path
 ) -> None:
     run = _run(tmp_path, MARK + "<img src='assets/big.png' style='width:50px;height:50px'>")
-    _bomb_png(run / "answer" / "assets" / "big.png", 30_000, 30_000)
+    bomb_png(run / "answer" / "assets" / "big.png", 30_000, 30_000)
     record = _render(renderer, run, task)
     assert record.status == "ok" and _shows_the_mark(run)
     audit, metrics = _score(run, task)

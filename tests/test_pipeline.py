@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.hostile import bomb_png
 from support.project_copy import copy_project
 from veriharness._util.programs import find_claude
 
@@ -220,26 +221,6 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, proje
     assert "config/extra.yaml" in json.dumps(record["provenance"]["git_dirty_files"])
 
 
-def _bomb_png(path: Path, width: int, height: int) -> None:
-    """A valid 1-bit PNG of width x height blank pixels: small on disk, huge when decoded."""
-    import struct
-    import zlib
-
-    row = b"\x00" * (1 + (width + 7) // 8)
-    packer = zlib.compressobj(9)
-    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-        )
-
-    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
-    )
-
-
 def test_hostile_answers_still_yield_tables_comparison_and_report(project: Path) -> None:
     extra = "experiment: hostile\nallow_uncommitted: true\n"
     assert snakemake(project, "--cores", "4", "all", extra_config=extra).returncode == 0
@@ -253,13 +234,16 @@ def test_hostile_answers_still_yield_tables_comparison_and_report(project: Path)
         "<h1>Spins</h1><script>onload = () => { for (;;) alert('again') }</script>"
     )
     (bomb / "answer" / "assets").mkdir(exist_ok=True)
-    _bomb_png(bomb / "answer" / "assets" / "huge.png", 30_000, 30_000)
+    bomb_png(bomb / "answer" / "assets" / "huge.png", 30_000, 30_000)
     (bomb / "answer" / "answer.html").write_text("<h1>Bomb</h1><img src='assets/huge.png'>")
     with open(garbled / "transcript.jsonl", "ab") as transcript:
         transcript.write(b'{"type": "assistant", "mess\xff\xfe\n\x00\x00[not json\n')
+    # Snakemake redoes a missing intermediate file only when something downstream is missing too.
     for run in (spinning, bomb):
         for name in ("render/render.json", "render/render.png", "render/dom.json", "metrics.json"):
             (run / name).unlink()
+    for summary in experiment.glob("*/summary.csv"):
+        summary.unlink()
     again = snakemake(project, "--cores", "4", "all", extra_config=extra)
     assert again.returncode == 0, again.stderr[-4000:]
     runs = pd.read_csv(experiment / "tables" / "runs.csv").set_index(["condition", "task"])
