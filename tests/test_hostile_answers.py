@@ -252,3 +252,57 @@ def _renderers(root: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+@pytest.fixture()
+def tiny_disk(tmp_path: Path):
+    """A real 256 KiB filesystem (tmpfs) for the outputs, to be filled up."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_results_disk_is_named_and_loses_nothing_written(
+    tmp_path: Path, tiny_disk: Path, task: Path
+) -> None:
+    run = _run(tmp_path / "run", MARK)
+    render = tiny_disk / "render"
+    done = veriharness(
+        "render", "--answer-dir", run / "answer", "--reference", task / "reference.png",
+        "--out", render,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    scored = veriharness(
+        "score", "--render-dir", render, "--answer-dir", run / "answer",
+        "--task-dir", task, "--out-dir", tiny_disk,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    before = {p: p.read_bytes() for p in tiny_disk.rglob("*") if p.is_file()}
+    filler = tiny_disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass  # the disk is full
+    finally:
+        os.close(fd)
+    again = veriharness(
+        "score", "--render-dir", render, "--answer-dir", run / "answer",
+        "--task-dir", task, "--out-dir", tiny_disk,
+    )  # fmt: skip
+    assert again.returncode == 2
+    assert "could not write" in again.stderr and str(tiny_disk) in again.stderr
+    rendered = veriharness(
+        "render", "--answer-dir", run / "answer", "--reference", task / "reference.png",
+        "--out", render,
+    )  # fmt: skip
+    assert rendered.returncode == 2 and f"could not write {render}" in rendered.stderr
+    for path, content in before.items():
+        assert path.read_bytes() == content, f"{path} changed"
+    leftovers = [p.name for p in tiny_disk.rglob(".*.tmp")]
+    assert leftovers == []
