@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,8 +21,9 @@ import pandas as pd
 import pytest
 
 from support.hostile import bomb_png
-from support.project_copy import copy_project
+from support.project_copy import ROOT, copy_project
 from veriharness._util.programs import find_claude
+from veriharness.score import SCORER_VERSION
 
 TASKS = ["landing-page", "pricing-table"]
 SCREENSHOT_ONLY = "pricing-table"
@@ -66,14 +68,17 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def snakemake(
-    project: Path, *args: str, extra_config: str | None = None
+    project: Path, *args: str, extra_config: str | None = None, package: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Snakemake in the copy; `extra_config` is YAML layered over config/test.yaml."""
+    """Snakemake in the copy; `extra_config` is YAML layered over config/test.yaml; `package`
+    is a folder whose veriharness package is used instead of the installed one."""
     configs = ["config/test.yaml"]
     if extra_config is not None:
         (project / "config" / "extra.yaml").write_text(extra_config)
         configs.append("config/extra.yaml")
     env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args, "--configfile", *configs],
         cwd=project,
@@ -322,8 +327,12 @@ def _sessions_alive(experiment: Path) -> list[str]:
 
 
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
+    return _planned_jobs(result, "run_agent")
+
+
+def _planned_jobs(result: subprocess.CompletedProcess[str], rule: str) -> int:
     assert result.returncode == 0, result.stderr[-3000:]
-    match = re.search(r"^run_agent\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
@@ -379,3 +388,38 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 2
     finally:
         b3.write_bytes(original)
+
+
+def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
+    finished: Path, project: Path, tmp_path: Path
+) -> None:
+    # Last in this file: it leaves the experiment scored by the next version.
+    package = tmp_path / "next"
+    shutil.copytree(
+        ROOT / "src" / "veriharness",
+        package / "veriharness",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    version_file = package / "veriharness" / "score" / "__init__.py"
+    current = f'SCORER_VERSION = "{SCORER_VERSION}"'
+    assert current in version_file.read_text()
+    version_file.write_text(version_file.read_text().replace(current, 'SCORER_VERSION = "next"'))
+    assert _planned_jobs(snakemake(project, "-n", "all"), "score_answer") == 0
+    planned = snakemake(project, "-n", "all", package=package)
+    assert _planned_jobs(planned, "score_answer") == 4
+    assert _planned_jobs(planned, "run_agent") == _planned_jobs(planned, "render_answer") == 0
+    runs = sorted(finished.glob("*/*/r1"))
+    kept = {
+        path: path.stat().st_mtime_ns
+        for run in runs
+        for path in (run / "outcome.json", run / "transcript.jsonl", run / "render" / "dom.json")
+    }
+    tables = (finished / "tables" / "runs.csv").stat().st_mtime_ns
+    rescored = snakemake(project, "--cores", "2", "all", package=package)
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    assert {path: path.stat().st_mtime_ns for path in kept} == kept
+    for run in runs:
+        assert json.loads((run / "metrics.json").read_text())["scorer_version"] == "next"
+    assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
+    table = pd.read_csv(finished / "tables" / "runs.csv")
+    assert len(table) == 4 and set(table["scorer_version"]) == {"next"}

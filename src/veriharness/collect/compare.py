@@ -47,7 +47,6 @@ __all__ = [
     "measures",
     "eligible_runs",
     "status_counts",
-    "pair_runs",
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
@@ -111,12 +110,6 @@ def eligible_runs(
         reason = reason.mask(outside, "not in the experiment's matrix")
     left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
     return runs.loc[reason.isna()], left_out.reset_index(drop=True)
-
-
-def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
-    """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
-    _check_conditions(runs, baseline, treatment)
-    return _pair(runs, baseline, treatment)
 
 
 def _pair(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:

@@ -197,5 +197,6 @@ def collect_runs(
             if expected is not None
             else None
         )
-    missing = [k for k in keys if k not in set(found)]
+    present = set(found)
+    missing = [k for k in keys if k not in present]
     return Extraction(experiment, extracts, missing)

@@ -304,7 +304,7 @@ def check_models(defn: Definition) -> dict[str, Any]:
             raise ModelCheckError(
                 f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
             )
-        resolved_agent = agent.model
+        resolved_agent: str | None = agent.model
     else:
         base = ANTHROPIC_API
         if agent.endpoint == "gateway":

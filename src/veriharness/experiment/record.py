@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -55,9 +55,9 @@ TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
 _HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
 
 
-RUN_RECORD = "run_record"
-EXPERIMENT_RECORD = "experiment_record"
-EFFECTIVE_CONFIG = "effective_config"
+RUN_RECORD: Final = "run_record"
+EXPERIMENT_RECORD: Final = "experiment_record"
+EFFECTIVE_CONFIG: Final = "effective_config"
 
 
 class RunRecord(BaseModel):
@@ -93,10 +93,11 @@ def read_record(path: Path, *kinds: str) -> dict[str, Any]:
         raise RecordError(f"{path}: not UTF-8 text ({error.reason})") from None
     except ValueError as error:
         raise RecordError(f"{path}: not JSON ({error})") from None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind not in kinds:
-        found = repr(kind) if isinstance(data, dict) else f"a JSON {type(data).__name__}"
-        raise RecordError(f"{path}: field 'kind' is {found}, expected one of {list(kinds)}")
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: a JSON {type(data).__name__}, expected a record object")
+    if data.get("kind") not in kinds:
+        found = data.get("kind")
+        raise RecordError(f"{path}: field 'kind' is {found!r}, expected one of {list(kinds)}")
     return data
 
 

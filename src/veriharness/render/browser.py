@@ -286,7 +286,7 @@ class _PageCapture:
 
         renderer, viewport = self.renderer, self.viewport
         context = renderer._browser.new_context(
-            viewport=viewport.model_dump(),
+            viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
             reduced_motion="reduce",
             accept_downloads=False,

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
+from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
     Capture,
@@ -179,7 +180,7 @@ def task_viewport(task_dir: Path) -> Size:
     try:
         return _TaskView.model_validate(raw, strict=True).viewport
     except ValidationError as exc:
-        raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
+        raise RenderSetupError(f"{path}: bad viewport: {describe_validation(exc)}") from exc
 
 
 def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
@@ -204,30 +205,12 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     return capture.dom
 
 
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
-        for e in exc.errors()
-    )
-
-
 def read_batch(path: Path) -> list[BatchItem]:
     """Every line of a batch file, all checked before any page is rendered."""
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise RenderSetupError(f"batch file {path} cannot be read: {exc}") from exc
-    items = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(BatchItem.model_validate_json(line))
-        except ValidationError as exc:
-            raise RenderSetupError(f"{path} line {number}: {_describe(exc)}") from exc
-    if not items:
-        raise RenderSetupError(f"batch file {path} holds no runs")
-    return items
+        return read_batch_file(path, BatchItem)
+    except BatchFileError as exc:
+        raise RenderSetupError(str(exc)) from exc
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
