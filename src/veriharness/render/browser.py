@@ -39,8 +39,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from playwright._impl._api_structures import Clip
+    from playwright.sync_api import BrowserContext, Page
 
 from veriharness._util import programs as tools
 from veriharness.render.dom import (
@@ -252,6 +257,7 @@ class _PageCapture:
         self.dialogs = 0
         self.popups = 0
         self.page_requested = False
+        self.page: Page | None = None
 
     def _route(self, route, request) -> None:  # type: ignore[no-untyped-def]
         if request.is_navigation_request() and request.frame.parent_frame is None:
@@ -302,7 +308,6 @@ class _PageCapture:
         start, load_ms = time.perf_counter(), 0.0
         renderer._guard.take_kills()
         try:
-            self.page = None
             context.add_init_script(GUARD_SCRIPT)
             context.route("**/*", self._route)
             context.route_web_socket("**/*", self._socket)
@@ -311,7 +316,7 @@ class _PageCapture:
             page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: self.errors.append(str(e)))
             page.on("dialog", self._dialog)
-            loaded = self._load(context)
+            loaded = self._load(context, page)
             load_ms, start = _ms(start), time.perf_counter()
             step = "capture"
             self.shot = page.screenshot(
@@ -371,12 +376,12 @@ class _PageCapture:
             popups_closed=self.popups,
         )
 
-    def _load(self, context) -> bool:  # type: ignore[no-untyped-def]
+    def _load(self, context: BrowserContext, page: Page) -> bool:
         """Load the page within the limit, then switch its scripts off. False when the limit
         ran out first (the scripts are stopped where they were)."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-        page, timeout = self.page, self.renderer.load_timeout_ms
+        timeout = self.renderer.load_timeout_ms
         cdp = context.new_cdp_session(page)
         page.goto(self.url, wait_until="commit", timeout=timeout)
         try:
@@ -404,14 +409,14 @@ class _PageCapture:
         }
         self.capped.extend(name for key, name in names.items() if capped.get(key))
 
-    def _full_capture(self, page, size: Size) -> bytes | None:  # type: ignore[no-untyped-def]
+    def _full_capture(self, page: Page, size: Size) -> bytes | None:
         if size.height <= self.viewport.height:
             return None
         height = min(size.height, self.limits.full_page_max_height)
         width = min(size.width, self.limits.full_page_max_width)
         if width < size.width:
             self.capped.append("full_page_width")
-        clip = {"x": 0, "y": 0, "width": width, "height": height}
+        clip: Clip = {"x": 0, "y": 0, "width": width, "height": height}
         if height < size.height:
             # A full-page capture lays out and paints the whole page however tall it is (minutes
             # and gigabytes for a page millions of pixels tall); a viewport of the capped height
