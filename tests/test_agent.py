@@ -205,11 +205,47 @@ def test_a_crashing_cli_is_a_recorded_failure(tmp_path: Path) -> None:
     )
     plan = _plan(tmp_path, claude)
     outcome = run_session(plan)
-    assert outcome.status == "failed" and outcome.exit_code == 3
+    # No session ever started: the CLI (or the sandbox) is broken, not the agent.
+    assert outcome.status == "infra_error" and outcome.exit_code == 3
+    assert "before its session started" in (outcome.error or "") and "boom" in outcome.error
     assert "boom" in (plan.run_dir / "claude_stderr.log").read_text()
+    assert [a.status for a in outcome.attempts] == ["infra_error"]
 
 
-def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> None:
+def test_an_infra_error_is_attempted_again_and_every_attempt_is_kept(tmp_path: Path) -> None:
+    init = {
+        "type": "system",
+        "subtype": "init",
+        "tools": ["Read"],
+        "mcp_servers": [{"name": "mllm", "status": "connected"}],
+    }
+    result = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 1}
+    count = tmp_path / "count"
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        f'echo x >> "{count}"\n'
+        f'if [ "$(wc -l < "{count}")" -lt 3 ]; then echo "{{\\"partial\\": 1}}"; '
+        "echo 'sandbox down' >&2; exit 1; fi\n"
+        f"echo '{json.dumps(init)}'; echo '{json.dumps(result)}'\n",
+    )  # fmt: skip
+    plan = _plan(tmp_path, claude, infra_retries=2)
+    outcome = run_session(plan)
+    assert outcome.status == "ok"
+    assert [a.status for a in outcome.attempts] == ["infra_error", "infra_error", "ok"]
+    assert [a.files for a in outcome.attempts] == ["attempts/1", "attempts/2", None]
+    for number in (1, 2):
+        kept = plan.run_dir / "attempts" / str(number)
+        assert "sandbox down" in (kept / "claude_stderr.log").read_text()
+        assert (kept / "transcript.jsonl").read_text() == '{"partial": 1}\n'
+        assert json.loads((kept / "outcome.json").read_text())["status"] == "infra_error"
+    assert json.loads((plan.run_dir / "outcome.json").read_text())["attempts"][2]["status"] == "ok"
+    # An agent outcome is never attempted again.
+    again = run_session(plan.model_copy(update={"max_turns": 1}))
+    assert len(again.attempts) == 1
+
+
+def test_a_session_without_the_mllm_server_is_an_infra_error(tmp_path: Path) -> None:
     init = {
         "type": "system",
         "subtype": "init",
@@ -223,7 +259,7 @@ def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> No
         f"echo '{json.dumps(init)}'; echo '{json.dumps(result)}'\n",
     )  # fmt: skip
     outcome = run_session(_plan(tmp_path, claude))
-    assert (outcome.status, outcome.exit_code, outcome.mllm_connected) == ("failed", 0, False)
+    assert (outcome.status, outcome.exit_code, outcome.mllm_connected) == ("infra_error", 0, False)
     assert outcome.error == (
         "the mllm MCP server did not connect: CallMLLM was not available to the session"
     )

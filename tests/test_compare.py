@@ -200,3 +200,29 @@ def test_compare_command_leaves_out_a_run_of_an_older_definition(tmp_path) -> No
     )
     bad = _cmd(*args, "--treatment", "treat")
     assert bad.returncode == 2 and "field 'cells' must map condition" in bad.stderr
+
+
+def test_infra_errors_and_unmeasured_runs_are_left_out_and_counted_per_condition() -> None:
+    runs = _runs([(c, f"t{i}", 1, 0.5 + i / 10, 1.0) for c in ("A", "B") for i in range(1, 6)])
+    runs["reason"] = ""
+    planted = {
+        ("B", "t1"): ("infra_error", "agent status infra_error: HTTP 529"),
+        ("B", "t2"): ("infra_error", "agent status infra_error: claude was killed by SIGKILL"),
+        ("A", "t3"): ("render_failed", "render_failed: load: did not finish loading"),
+        ("B", "t4"): ("score_failed", "score_failed: render.json: status: bad"),
+    }
+    for (condition, task), (status, reason) in planted.items():
+        where = (runs.condition == condition) & (runs.task == task)
+        runs.loc[where, ["status", "reason"]] = [status, reason]
+
+    table = compare.compare_conditions(runs, "A", "B", resamples=100)
+    assert table.set_index("measure").loc["metric_ssim"].n_pairs == 1  # only t5 is left whole
+    left_out = {(x["condition"], x["task"]): x["reason"] for x in table.attrs["left_out"]}
+    assert left_out == {k: f"status {s}: {r}" for k, (s, r) in planted.items()}
+    assert table.attrs["status_counts"] == {
+        "A": {"ok": 4, "render_failed": 1},
+        "B": {"ok": 2, "infra_error": 2, "score_failed": 1},
+    }
+    md = compare.comparison_markdown(table)
+    assert "| condition | runs | infra_error | ok | render_failed | score_failed |" in md
+    assert "| A | 5 | 0 | 4 | 1 | 0 |" in md and "| B | 5 | 2 | 2 | 0 | 1 |" in md

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.hostile import bomb_png
 from support.project_copy import ROOT, copy_project
 from veriharness._util.programs import find_claude
 from veriharness.score import SCORER_VERSION
@@ -234,6 +235,45 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, proje
     record = json.loads((experiment / "experiment.json").read_text())
     assert record["provenance"]["uncommitted_changes"] is True
     assert "config/extra.yaml" in json.dumps(record["provenance"]["git_dirty_files"])
+
+
+def test_hostile_answers_still_yield_tables_comparison_and_report(project: Path) -> None:
+    extra = "experiment: hostile\nallow_uncommitted: true\n"
+    assert snakemake(project, "--cores", "4", "all", extra_config=extra).returncode == 0
+    experiment = project / "results" / "hostile"
+    spinning = _run_dir(experiment, "b3-present", "landing-page")
+    bomb = _run_dir(experiment, "b3-absent", "pricing-table")
+    garbled = _run_dir(experiment, "b3-absent", "landing-page")
+    # What an agent could have written: a page that never finishes loading, an image bomb in
+    # assets/, and a transcript cut into bytes that are not JSON and not UTF-8.
+    (spinning / "answer" / "answer.html").write_text(
+        "<h1>Spins</h1><script>onload = () => { for (;;) alert('again') }</script>"
+    )
+    (bomb / "answer" / "assets").mkdir(exist_ok=True)
+    bomb_png(bomb / "answer" / "assets" / "huge.png", 30_000, 30_000)
+    (bomb / "answer" / "answer.html").write_text("<h1>Bomb</h1><img src='assets/huge.png'>")
+    with open(garbled / "transcript.jsonl", "ab") as transcript:
+        transcript.write(b'{"type": "assistant", "mess\xff\xfe\n\x00\x00[not json\n')
+    # Snakemake redoes a missing intermediate file only when something downstream is missing too.
+    for run in (spinning, bomb):
+        for name in ("render/render.json", "render/render.png", "render/dom.json", "metrics.json"):
+            (run / name).unlink()
+    for summary in experiment.glob("*/summary.csv"):
+        summary.unlink()
+    again = snakemake(project, "--cores", "4", "all", extra_config=extra)
+    assert again.returncode == 0, again.stderr[-4000:]
+    runs = pd.read_csv(experiment / "tables" / "runs.csv").set_index(["condition", "task"])
+    assert len(runs) == 4
+    spun = runs.loc[("b3-present", "landing-page")]
+    assert spun["status"] == "render_failed" and spun["reason"].startswith("render_failed: load")
+    assert runs.loc[("b3-absent", "pricing-table"), "audit_oversized_images"] == True  # noqa: E712
+    assert "transcript.jsonl" in runs.loc[("b3-absent", "landing-page"), "read_errors"]
+    comparison = (experiment / "comparison.md").read_text()
+    assert (
+        "| b3-present | landing-page | 1 | status render_failed: render_failed: load" in comparison
+    )
+    assert "## Run statuses by condition" in comparison
+    assert (experiment / "report" / "index.html").is_file()
 
 
 def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(

@@ -176,9 +176,13 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     (render / "render.json").write_text(json.dumps(info))
     (tmp_path / "metrics.json").unlink()
     bad = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path)
-    assert bad.returncode == 2
+    assert bad.returncode == 0
     assert "render.json: status:" in bad.stderr and "'rendered'" in bad.stderr
-    assert not (tmp_path / "metrics.json").exists()
+    failed = _read(tmp_path, "metrics.json")
+    assert failed["status"] == "score_failed"
+    assert "render.json: status:" in failed["details"]["reason"]
+    assert set(failed["metrics"].values()) == {None}
+    assert set(_read(tmp_path, "audit.json")["flags"].values()) == {None}
 
 
 def test_a_screenshot_only_task_gets_the_screenshot_metrics_and_null_block_metrics(
@@ -220,10 +224,11 @@ def test_a_batch_scores_the_good_runs_and_names_the_bad_one(scored, tmp_path: Pa
     batch = tmp_path / "score.jsonl"
     batch.write_text(json.dumps(bad) + "\n" + json.dumps(good) + "\n")
     done = veriharness("score", "--batch", str(batch))
-    assert done.returncode == 2
+    assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'nowhere' / 'render.json'}: file not found" in done.stderr
     assert _read(tmp_path / "good", "metrics.json")["status"] == "ok"
-    assert not (tmp_path / "bad").exists()
+    failed = _read(tmp_path / "bad", "metrics.json")
+    assert failed["status"] == "score_failed" and "nowhere" in failed["details"]["reason"]
 
     batch.write_text(json.dumps({**good, "out": "x"}) + "\n")
     done = veriharness("score", "--batch", str(batch))

@@ -60,6 +60,15 @@ profiles:
   - name: broken
     description: answers HTTP 500
     provider: {{api_style: openai-chat, base_url: "{stub.base}/status500/v1", model: m}}
+  - name: overloaded
+    description: answers HTTP 529
+    provider: {{api_style: anthropic-messages, base_url: "{stub.base}/status529", model: m}}
+  - name: limited
+    description: answers HTTP 429 with retry-after
+    provider: {{api_style: openai-chat, base_url: "{stub.base}/status429/v1", model: m}}
+  - name: truncated
+    description: closes the connection halfway through its reply
+    provider: {{api_style: openai-chat, base_url: "{stub.base}/truncated/v1", model: m}}
   - name: slow
     description: never answers in time
     provider: {{api_style: openai-chat, base_url: "{stub.base}/hang/v1", model: m,

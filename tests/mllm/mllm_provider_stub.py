@@ -3,7 +3,9 @@
 The first path segment picks a behaviour, so one server covers every case:
 ``/ok/...`` answers in the API's shape (OpenAI chat or Anthropic messages, from the path's end),
 ``/status500/...`` answers HTTP 500, ``/hang/...`` sleeps past any test timeout,
-``/malformed/...`` answers 200 with a body in neither API's shape.
+``/malformed/...`` answers 200 with a body in neither API's shape, ``/status529/...`` answers
+HTTP 529 (overloaded), ``/status429/...`` HTTP 429 with ``retry-after: 1``, and ``/truncated/...``
+promises a whole reply but closes the connection after half of it.
 Replies for ``/ok`` come from ``replies`` (a queue the test fills) or default to ``"stub reply"``.
 """
 
@@ -52,6 +54,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if behaviour == "status500":
             self._send(500, b'{"error": "stub internal failure"}')
+        elif behaviour == "status529":
+            self._send(529, b'{"error": {"type": "overloaded_error"}}')
+        elif behaviour == "status429":
+            self._send(429, b'{"error": {"type": "rate_limit_error"}}', {"retry-after": "1"})
+        elif behaviour == "truncated":
+            body = json.dumps(self._reply()).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
         elif behaviour == "malformed":
             self._send(200, b'{"unexpected": true}')
         else:
@@ -76,8 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 13, "completion_tokens": 5},
         }
 
-    def _send(self, status: int, body: bytes) -> None:
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()

@@ -341,6 +341,9 @@ def test_symlink_inside_the_workspace_is_followed(mllm, stub, workspace) -> None
 FAULTS = [
     ("down", "connection", "cannot reach"),
     ("broken", "http_status", 'HTTP 500: {"error": "stub internal failure"}'),
+    ("overloaded", "http_status", "HTTP 529"),
+    ("limited", "http_status", "HTTP 429"),
+    ("truncated", "connection", "without sending complete message body"),
     ("slow", "timeout", "timeout 0.5s"),
     ("garbled", "bad_response", "anthropic-messages shape"),
 ]

@@ -4,7 +4,11 @@
 `command_line` and `session_environment` are the only places the command and its environment are
 built; `run_session` starts the process in its own process group, writes the stream-json
 transcript line by line as it arrives (a crash keeps what came before), kills the whole group at
-the wall-clock limit, and `outcome.json` records what happened. Nothing here retries a session.
+the wall-clock limit, and `outcome.json` records what happened. A session that ends in
+`infra_error` (`outcome.py`) is attempted again, up to `execution.infra_retries` more times; the
+files of each earlier attempt (and any found from an interrupted job) are moved, never deleted,
+into `attempts/<n>/`, and `outcome.json` lists every attempt with its status and cause. Agent
+outcomes are never retried.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from veriharness._util.programs import claude_version, find_bwrap, find_claude, 
 from veriharness._util.redaction import Redactor
 from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
+from veriharness.agent.outcome import Status, classify
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
 from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
@@ -66,8 +71,6 @@ MLLM_SERVER_LOG = "mllm_server.log"
 # The caller's variables a session gets (plus LC_*); everything else stays outside.
 _PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
-Status = Literal["ok", "failed", "timeout", "max_turns", "not_started"]
-
 
 class SessionPlan(BaseModel):
     """Everything one session needs, resolved to absolute paths."""
@@ -93,6 +96,8 @@ class SessionPlan(BaseModel):
     log_model_requests: bool
     project: Path
     label: str
+    infra_retries: int = 0
+    api_retries: int | None = None  # Claude Code's own retries of a failed API request
 
     @property
     def offline(self) -> bool:
@@ -106,9 +111,22 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int | None = None
 
 
+class Attempt(BaseModel):
+    """One try of the session, as `outcome.json` lists it."""
+
+    attempt: int
+    status: Status
+    cause: str | None = None
+    started_at: str
+    finished_at: str
+    files: str | None = None  # where this attempt's files were kept, relative to the run folder
+
+
 class AgentOutcome(BaseModel):
     kind: Literal["agent_outcome"] = "agent_outcome"
     status: Status
+    api_error_status: int | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
     exit_code: int | None = None
     result_subtype: str | None = None
     is_error: bool | None = None
@@ -164,6 +182,8 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         log_model_requests=execution.debug,
         project=project,
         label="-".join(run_dir.parts[-3:]),
+        infra_retries=execution.infra_retries,
+        api_retries=execution.api_retries,
     )
 
 
@@ -220,6 +240,8 @@ def session_environment(
         "ANTHROPIC_BASE_URL": proxy_url,
         "ANTHROPIC_API_KEY": token,
     }
+    if plan.api_retries is not None:
+        ours["CLAUDE_CODE_MAX_RETRIES"] = str(plan.api_retries)
     recorded = {k: (_MASK if k == "ANTHROPIC_API_KEY" else v) for k, v in sorted(ours.items())}
     return {**passed, **ours}, recorded
 
@@ -313,13 +335,39 @@ def run_session(
     admit: Admit | None = None,
     on_record: Callable[[AgentRequest], None] | None = None,
 ) -> AgentOutcome:
-    """Run the session and write transcript, trace, answer and outcome into the run folder.
+    """Run the session, again after an infra_error (up to `plan.infra_retries` times), and write
+    transcript, trace, answer and outcome into the run folder.
 
     `admit`, when given, sees every model request before it goes upstream and may refuse it;
     `on_record` gets each request's record once it is written (both for spending caps)."""
+    keep_earlier_attempt(plan.run_dir)
+    attempts: list[Attempt] = []
+    while True:
+        outcome = _run_attempt(plan, admit, on_record)
+        attempt = Attempt(
+            attempt=len(attempts) + 1,
+            status=outcome.status,
+            cause=outcome.error,
+            started_at=outcome.started_at,
+            finished_at=outcome.finished_at,
+        )
+        if outcome.status != "infra_error" or len(attempts) >= plan.infra_retries:
+            break
+        kept = keep_earlier_attempt(plan.run_dir)
+        attempt.files = kept.relative_to(plan.run_dir).as_posix() if kept else None
+        attempts.append(attempt)
+    outcome.attempts = [*attempts, attempt]
+    atomic.write_text(plan.run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    return outcome
+
+
+def _run_attempt(
+    plan: SessionPlan,
+    admit: Admit | None,
+    on_record: Callable[[AgentRequest], None] | None,
+) -> AgentOutcome:
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    keep_earlier_attempt(run_dir)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
     # Private to this session, outside the run folder, and discarded afterwards: Claude Code's
     # config and home, and the two files it reads at start (it cannot see the run folder).
@@ -379,22 +427,28 @@ def run_session(
         _redact_files(run_dir, redact)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
+        status, cause = classify(
+            exit_code, timed_out, summary, _tail(run_dir / "claude_stderr.log")
+        )
+        summary.pop("result_text", None)
         outcome = AgentOutcome(
             **base,
             **summary,
-            status=_status(exit_code, timed_out, summary),
+            status=status,
             exit_code=exit_code,
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=_error(plan, timed_out, summary),
+            error=_error(plan, timed_out) or cause,
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
         _redact_files(run_dir, redact)
         outcome = AgentOutcome(
             **base,
-            status="not_started" if "command" not in base else "failed",
+            # A session that could not be set up (its mllm server, proxy or workspace) never
+            # reached the agent: infrastructure, retried like any other infra_error.
+            status="infra_error" if "command" not in base else "failed",
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
             error=redact(f"{type(error).__name__}: {error}"),
@@ -405,6 +459,15 @@ def run_session(
         remove_workspace(session_dir)
     atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     return outcome
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - size))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _redact_files(run_dir: Path, redact: Redactor) -> None:
@@ -493,6 +556,8 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
                 duration_ms=event.get("duration_ms"),
                 duration_api_ms=event.get("duration_api_ms"),
                 session_id=event.get("session_id"),
+                api_error_status=event.get("api_error_status"),
+                result_text=event.get("result") if isinstance(event.get("result"), str) else None,
                 usage=Usage(
                     **{
                         k: v
@@ -504,23 +569,9 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
     return summary
 
 
-def _status(exit_code: int | None, timed_out: bool, summary: dict[str, Any]) -> Status:
-    if timed_out:
-        return "timeout"
-    if summary.get("mllm_connected") is False:
-        return "failed"  # the condition under study needs CallMLLM; without it, no sample
-    if summary.get("result_subtype") == "error_max_turns":
-        return "max_turns"
-    if exit_code != 0 or summary.get("is_error") or "result_subtype" not in summary:
-        return "failed"
-    return "ok"
-
-
-def _error(plan: SessionPlan, timed_out: bool, summary: dict[str, Any]) -> str | None:
+def _error(plan: SessionPlan, timed_out: bool) -> str | None:
     if timed_out:
         return f"wall-clock limit of {plan.wall_clock_seconds} s reached"
-    if summary.get("mllm_connected") is False:
-        return "the mllm MCP server did not connect: CallMLLM was not available to the session"
     return None
 
 

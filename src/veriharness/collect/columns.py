@@ -53,6 +53,10 @@ RUN_STATUSES = (
     "max_turns",
     "missing_answer",
     "not_started",
+    "infra_error",
+    "render_failed",
+    "score_failed",
+    "collect_failed",
     "missing",
 )
 

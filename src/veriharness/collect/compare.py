@@ -6,9 +6,12 @@ Design notes:
   in comparison.md and counted in comparison.csv's attributes): a run outside the experiment's
   matrix (a folder left from an earlier configuration), a run whose identity hash differs from
   the one experiment.json gives its cell (a run of an older definition that was not redone), and
-  a run whose status is `failed` (the session itself broke: the CLI crashed, the provider
-  errored, or CallMLLM was not connected). Sessions that hit their turn or time limit stay in:
-  those are outcomes of the condition.
+  a run whose status is `failed` (the session itself broke: the CLI crashed, or CallMLLM was not
+  connected), `infra_error` (the infrastructure failed the session: provider unreachable, sandbox
+  or model server down) or `render_failed` / `score_failed` / `collect_failed` (the answer could
+  not be measured). Sessions that hit their turn or time limit stay in: those are outcomes of
+  the condition. Each condition's count of runs per status is reported beside the comparison:
+  an infrastructure-error rate that differs between conditions is itself a confound.
 - Runs are paired by (task, replicate): the same task and replicate number under both conditions.
   The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
   calls; for each, the difference is treatment minus baseline.
@@ -43,6 +46,7 @@ __all__ = [
     "ComparisonError",
     "measures",
     "eligible_runs",
+    "status_counts",
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
@@ -65,6 +69,8 @@ HIGHER_IS_BETTER = frozenset(
 )
 LOWER_IS_BETTER = frozenset({"metric_mae", "cost_usd", "turns"})
 _KEYS = ["task", "replicate"]
+# Runs that measure no outcome of their condition: the session or a later stage broke.
+_LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed", "collect_failed")
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
 
 
@@ -86,7 +92,8 @@ def eligible_runs(
     reason = pd.Series(pd.NA, index=runs.index, dtype="object")
     if "status" in runs:
         detail = runs["reason"].fillna("") if "reason" in runs else ""
-        reason = reason.mask(runs["status"] == "failed", "status failed: " + detail)
+        for status in _LEFT_OUT_STATUSES:
+            reason = reason.mask(runs["status"] == status, f"status {status}: " + detail)
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],
@@ -161,6 +168,7 @@ def compare_conditions(
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
+    statuses = status_counts(runs, [baseline, treatment])
     runs, left_out = eligible_runs(runs, cells)
     left_out = left_out[left_out["condition"].isin([baseline, treatment])]
     paired = _pair(runs, baseline, treatment)
@@ -205,8 +213,21 @@ def compare_conditions(
         only_baseline=int((paired["_merge"] == "left_only").sum()),
         only_treatment=int((paired["_merge"] == "right_only").sum()),
         left_out=left_out.to_dict("records"),
+        status_counts=statuses,
     )
     return out
+
+
+def status_counts(runs: pd.DataFrame, conditions: list[str]) -> dict[str, dict[str, int]]:
+    """Condition -> status -> number of runs, before any run is left out."""
+    if "status" not in runs:
+        return {}
+    mine = runs[runs["condition"].isin(conditions)]
+    counts = mine.groupby(["condition", "status"], observed=True).size()
+    result: dict[str, dict[str, int]] = {c: {} for c in conditions}
+    for (condition, status), n in counts.items():
+        result[str(condition)][str(status)] = int(n)
+    return result
 
 
 def _fmt(value: object) -> str:
@@ -244,6 +265,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
             f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
             f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {wtl} |"
         )
+    lines += _status_lines(a.get("status_counts", {}))
     lines += ["", f"## Runs left out: {len(left_out)}", ""]
     if left_out:
         lines += ["| condition | task | replicate | reason |", "| --- | --- | --- | --- |"]
@@ -254,6 +276,25 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     else:
         lines.append("None: every run of both conditions belongs to this experiment.")
     return "\n".join(lines) + "\n"
+
+
+def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
+    """Runs per status and condition; infra_error always has a column, since a rate that differs
+    between conditions is itself a confound."""
+    if not counts:
+        return []
+    statuses = sorted({s for per in counts.values() for s in per} | {"infra_error"})
+    lines = [
+        "",
+        "## Run statuses by condition",
+        "",
+        "| condition | runs | " + " | ".join(statuses) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in statuses) + " |",
+    ]
+    for condition, per in counts.items():
+        cells = " | ".join(str(per.get(s, 0)) for s in statuses)
+        lines.append(f"| {condition} | {sum(per.values())} | {cells} |")
+    return lines
 
 
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:

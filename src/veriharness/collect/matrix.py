@@ -146,7 +146,19 @@ def discover_runs(
 
 
 def _extract_star(args: tuple[Path, str, RunKey]) -> RunExtract:
-    return extract_run(*args)
+    try:
+        return extract_run(*args)
+    except Exception as exc:  # noqa: BLE001 - one unreadable run must not cost the tables
+        exp_dir, experiment, key = args
+        row = {
+            "experiment": experiment,
+            **key._asdict(),
+            "run_record": f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json",
+            "status": "collect_failed",
+            "reason": f"collect_failed: {type(exc).__name__}: {exc}",
+            "read_errors": "",
+        }
+        return RunExtract(row, [], [], [])
 
 
 def collect_runs(

@@ -77,19 +77,34 @@ def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) 
         row[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
 
 
-def _status(run_dir: Path, outcome: dict[str, Any] | None, outcome_error: bool) -> tuple[str, str]:
+def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[str, str]:
+    outcome = docs["outcome.json"]
     if outcome is None:
         if outcome_error:
             return "failed", "outcome.json is unreadable"
         return "not_started", "no outcome.json: the agent stage has not finished"
     status = outcome.get("status")
-    if status in ("failed", "timeout", "max_turns", "not_started"):
+    if status in ("failed", "timeout", "max_turns", "not_started", "infra_error"):
         detail = outcome.get("error") or outcome.get("result_subtype") or ""
         return status, f"agent status {status}" + (f": {detail}" if detail else "")
     if status != "ok":
         return "failed", f"outcome.json status has an unknown value {status!r}"
     if not (run_dir / "answer" / "answer.html").is_file():
         return "missing_answer", "agent finished but answer/answer.html is absent"
+    return _scoring_status(docs)
+
+
+def _scoring_status(docs: dict[str, Any]) -> tuple[str, str]:
+    """`render_failed` / `score_failed` when a later stage could not measure the answer."""
+    render = docs["render/render.json"] or {}
+    if render.get("status") == "error":
+        step = render.get("failed_step") or "capture"
+        return "render_failed", f"render_failed: {step}: {render.get('error') or ''}".strip()
+    metrics = docs["metrics.json"] or {}
+    if metrics.get("status") == "score_failed":
+        details = metrics.get("details")
+        why = details.get("reason") if isinstance(details, dict) else None
+        return "score_failed", f"score_failed: {why or 'no reason recorded'}"
     return "ok", ""
 
 
@@ -120,7 +135,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     }
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
     _file_columns(row, docs, errors)
-    row["status"], row["reason"] = _status(run_dir, docs["outcome.json"], outcome_error)
+    row["status"], row["reason"] = _status(run_dir, docs, outcome_error)
     record = docs["run.json"] or {}
     for field in ("experiment", "condition", "task"):
         if field in record and record[field] != row[field]:

@@ -186,6 +186,14 @@ class ExecutionSettings(_Strict):
 
     retries: int = Field(default=0, ge=0)
     """Snakemake retries of a failed job."""
+    infra_retries: int = Field(default=2, ge=0)
+    """Further attempts of a session that ended in infra_error (provider unreachable or answering
+    5xx/529, sandbox or MCP server not started, claude killed by a signal it did not ask for).
+    Agent outcomes (failed, max_turns, timeout) are never retried. Each earlier attempt's files
+    are kept under attempts/<n>/ of the run folder."""
+    api_retries: int | None = Field(default=None, ge=0)
+    """How often Claude Code itself retries a failed model request before the session gives up
+    (CLAUDE_CODE_MAX_RETRIES); null keeps Claude Code's default (10, minutes of back-off)."""
     workspace_root: str | None = None
     """Folder for agent workspaces; null is the system temp dir. Never inside a git repository."""
     keep_workspaces: bool = False

@@ -10,22 +10,34 @@ JSON is logged as text.
 
 `running_offline_server()` runs the same server in a background thread for the agent stage and
 for tests; the `serve-offline` verb runs it in the foreground until terminated.
+
+`Faults` make the server misbehave the way a real upstream does, for tests and benchmarks: refuse
+(reset the connection), answer an HTTP status (500, 529, 429 with `retry-after`), cut a streamed
+answer in the middle, or hang; and a latency before each answer. They apply to the first
+`first` requests of the chosen API (all when `first` is null) and are read from the
+`VERIHARNESS_OFFLINE_FAULTS` environment variable (JSON) when the server is started without any,
+so a test can set them for a whole `run-agent` or Snakemake run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
+import struct
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
@@ -34,6 +46,8 @@ from veriharness.offline.sse import approx_tokens, encode_sse
 from veriharness.offline.vision import VisionRequestError, chat_completion
 
 __all__ = [
+    "FAULTS_ENV",
+    "Faults",
     "OfflineServer",
     "running_offline_server",
     "models_listing",
@@ -45,16 +59,63 @@ _CREATED = "2026-01-01T00:00:00Z"
 _CREATED_UNIX = 1767225600
 
 
+FAULTS_ENV = "VERIHARNESS_OFFLINE_FAULTS"
+_FAULTED: dict[str, int] = {}
+_FAULTS_LOCK = threading.Lock()
+
+
+class Faults(BaseModel):
+    """How the offline server misbehaves (see the module notes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["none", "refuse", "status", "cut", "hang"] = "none"
+    api: Literal["messages", "chat", "all"] = "messages"
+    first: int | None = Field(default=None, ge=0)
+    status: int = Field(default=500, ge=400, le=599)
+    retry_after_s: float | None = Field(default=None, ge=0)
+    hang_s: float = Field(default=3600.0, gt=0)
+    latency_s: float = Field(default=0.0, ge=0)
+
+    @classmethod
+    def from_environment(cls) -> Faults:
+        raw = os.environ.get(FAULTS_ENV)
+        if not raw:
+            return cls()
+        try:
+            return cls.model_validate_json(raw)
+        except ValidationError as bad:
+            raise ValueError(f"{FAULTS_ENV} is not valid: {bad}") from bad
+
+
 class OfflineServer(ThreadingHTTPServer):
     """A threading HTTP server that knows where to log requests."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], request_log: Path | None = None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        request_log: Path | None = None,
+        faults: Faults | None = None,
+    ) -> None:
         super().__init__(address, _Handler)
         self.request_log = request_log
         self.log_lock = threading.Lock()
+        self.faults = faults if faults is not None else Faults.from_environment()
+
+    def take_fault(self, api: str) -> str | None:
+        """The fault to apply to this request of `api` ("messages" or "chat"), if any."""
+        faults = self.faults
+        if faults.kind == "none" or faults.api not in (api, "all"):
+            return None
+        key = faults.model_dump_json()
+        with _FAULTS_LOCK:
+            # Counted per process across servers, so `first` spans a session's later attempts.
+            if faults.first is not None and _FAULTED.get(key, 0) >= faults.first:
+                return None
+            _FAULTED[key] = _FAULTED.get(key, 0) + 1
+        return faults.kind
 
     @property
     def base_url(self) -> str:
@@ -98,6 +159,7 @@ def models_listing() -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: OfflineServer
     protocol_version = "HTTP/1.1"
+    _cut = False
 
     def setup(self) -> None:
         super().setup()
@@ -175,7 +237,46 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(404, "not_found_error", f"no such path: POST {path}")
 
+    def _fault(self, api: str) -> bool:
+        """Apply the configured fault; True when the request has been dealt with."""
+        faults = self.server.faults
+        if faults.latency_s and (api == "messages" or faults.api == "all"):
+            time.sleep(faults.latency_s)
+        kind = self.server.take_fault(api)
+        if kind is None or kind == "cut":
+            self._cut = kind == "cut"
+            return False
+        if kind == "refuse":
+            # A reset, as from a host whose service is down.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+        elif kind == "hang":
+            time.sleep(faults.hang_s)
+            self.close_connection = True
+        else:
+            self.send_response(faults.status)
+            if faults.retry_after_s is not None:
+                self.send_header("retry-after", f"{faults.retry_after_s:g}")
+            kinds = {429: "rate_limit_error", 529: "overloaded_error"}
+            payload = json.dumps(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": kinds.get(faults.status, "api_error"),
+                        "message": f"offline model fault: HTTP {faults.status}",
+                    },
+                }
+            ).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        return True
+
     def _messages(self, body: dict[str, Any]) -> None:
+        if self._fault("messages"):
+            return
         model = body.get("model")
         if model != OFFLINE_AGENT_MODEL:
             # Answering under another model's name would put a scripted reply in its place.
@@ -191,12 +292,24 @@ class _Handler(BaseHTTPRequestHandler):
         except PolicyInputError as error:
             self._error(400, "invalid_request_error", str(error))
             return
-        if body.get("stream") is True:
-            self._send(200, encode_sse(message), "text/event-stream; charset=utf-8")
-        else:
-            self._json(200, message.to_json())
+        streamed = body.get("stream") is True
+        payload = encode_sse(message) if streamed else json.dumps(message.to_json()).encode()
+        kind = "text/event-stream; charset=utf-8" if streamed else "application/json"
+        if self._cut:
+            # The headers promise the whole answer; half of it arrives, then the connection ends.
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self._send(200, payload, kind)
 
     def _chat(self, body: dict[str, Any]) -> None:
+        if self._fault("chat"):
+            return
         try:
             reply = chat_completion(body)
         except VisionRequestError as error:
@@ -206,9 +319,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def running_offline_server(request_log: Path | None = None) -> Iterator[str]:
+def running_offline_server(
+    request_log: Path | None = None, faults: Faults | None = None
+) -> Iterator[str]:
     """Serve on 127.0.0.1 at a free port in a background thread; yield the base URL."""
-    server = OfflineServer(("127.0.0.1", 0), request_log)
+    server = OfflineServer(("127.0.0.1", 0), request_log, faults)
     thread = threading.Thread(target=server.serve_forever, name="veriharness-offline", daemon=True)
     thread.start()
     try:
@@ -224,13 +339,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
     parser.add_argument("--port-file", type=Path, help="write the chosen port to this file")
     parser.add_argument("--request-log", type=Path, help="append every request as a JSON line")
+    parser.add_argument(
+        "--faults", help=f"JSON of the faults to inject (default: ${FAULTS_ENV}, else none)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"serve-offline: --port must be 0..65535, got {args.port}", file=sys.stderr)
         return 2
-    server = OfflineServer((args.host, args.port), args.request_log)
+    try:
+        faults = Faults.model_validate_json(args.faults) if args.faults else None
+        server = OfflineServer((args.host, args.port), args.request_log, faults)
+    except (ValidationError, ValueError) as bad:
+        print(f"serve-offline: --faults: {bad}", file=sys.stderr)
+        return 2
     # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if args.port_file is not None:

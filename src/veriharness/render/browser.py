@@ -11,10 +11,23 @@ Design notes
   named remote host.
 - One browser serves a whole batch; each page gets a fresh context, so nothing (cache, storage,
   routes) carries over from one answer to the next.
-- A page that breaks (its own scripts, a failed load, a DOM walk that returns junk) yields a
-  `Capture` with status `error`, keeping any viewport capture already taken. Only setup problems
-  (a time limit that is not positive, a Chromium that cannot be found or started) raise
-  `RenderSetupError`.
+- Every capture is bounded (`RenderLimits`, recorded in render.json with the limits it reached):
+  the page gets `load_timeout_s` to load; if it has not loaded by then (a script that never
+  returns, an alert() loop), its scripts are stopped and what it shows is captured all the same,
+  with status `error` and failed step `load`. Once loaded, page scripts are switched off, so the
+  capture and the DOM walk see one settled page. The full-page capture covers at most
+  `full_page_max_height` x `full_page_max_width` pixels, and the DOM walk lists at most
+  `dom_max_entries` texts (and images), none starting below that height. A renderer that grows
+  past `renderer_memory_mb` is killed (`guard.py`): failed step `memory`.
+- The page cannot leave: alert/confirm/prompt/print return at once (and any dialog that still
+  opens is dismissed), window.open returns null (a pop-up that opens anyway is closed), and a
+  navigation of the top frame after the answer itself is cancelled, so the page stays as it was
+  and is captured.
+- A page that breaks (its own scripts, a failed load, a DOM walk that returns junk, a renderer or
+  browser crash) yields a `Capture` with status `error` and the step that failed, keeping any
+  viewport capture already taken. A browser that died is started again for the next page. Only
+  setup problems (a time limit that is not positive, a Chromium that cannot be found or started)
+  raise `RenderSetupError`.
 - Known limit: the DOM walk runs in the page's own JavaScript world, so an answer that replaces
   built-ins such as `getComputedStyle` could distort `dom.json` (it cannot touch `render.png`).
   Running the walk in an isolated world over CDP would close that gap at the price of a call
@@ -24,25 +37,39 @@ Design notes
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from playwright._impl._api_structures import Clip
+    from playwright.sync_api import BrowserContext, Page
 
 from veriharness._util import programs as tools
 from veriharness.render.dom import (
     DOM_SCRIPT,
     BlockedRequest,
+    Capped,
     DomRecord,
+    FailedStep,
+    RenderLimits,
     Size,
     Status,
     Timings,
     inside,
     tidy_src,
 )
+from veriharness.render.guard import MemoryGuard
 
 __all__ = [
     "CHROMIUM_ARGS",
     "DEFAULT_LOAD_TIMEOUT_S",
+    "FULL_PAGE_MAX_HEIGHT",
+    "FULL_PAGE_MAX_WIDTH",
+    "DOM_MAX_ENTRIES",
+    "RENDERER_MEMORY_MB",
     "RenderSetupError",
     "Capture",
     "Renderer",
@@ -62,9 +89,35 @@ CHROMIUM_ARGS = [
     "--disable-partial-raster",
     # Second fence behind the route: no host name resolves, so no DNS query leaves either.
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # A first memory fence: V8's heap stops here (the guard covers everything else).
+    "--js-flags=--max-old-space-size=384",
 ]
 
 DEFAULT_LOAD_TIMEOUT_S = 30.0
+FULL_PAGE_MAX_HEIGHT = 16_384
+FULL_PAGE_MAX_WIDTH = 4_096
+DOM_MAX_ENTRIES = 20_000
+RENDERER_MEMORY_MB = 512
+_ADD_STYLE = """css => {
+  const style = document.createElement('style');
+  style.textContent = css;
+  (document.head || document.documentElement).appendChild(style);
+}"""
+
+# Runs first in every document and frame: the page cannot open dialogs or windows, and cannot
+# replace itself. The first document (about:blank) must let the answer's own navigation through.
+GUARD_SCRIPT = """(() => {
+  window.alert = () => undefined;
+  window.print = () => undefined;
+  window.confirm = () => false;
+  window.prompt = () => null;
+  window.open = () => null;
+  if (window.navigation && location.href !== 'about:blank') {
+    navigation.addEventListener('navigate', event => {
+      if (!event.destination.sameDocument && event.cancelable) event.preventDefault();
+    });
+  }
+})();"""
 
 # Stops CSS motion so a capture shows the settled page rather than a frame mid-animation.
 FREEZE_CSS = (
@@ -81,6 +134,7 @@ class Capture(BaseModel):
     """What one page load produced, before anything is written to disk."""
 
     status: Status
+    failed_step: FailedStep | None = None
     error: str | None = None
     viewport_png: bytes | None = None
     full_png: bytes | None = None
@@ -89,43 +143,78 @@ class Capture(BaseModel):
     blocked_requests: list[BlockedRequest] = []
     console_errors: list[str] = []
     page_errors: list[str] = []
+    capped: list[Capped] = []
+    blocked_navigations: list[str] = []
+    dialogs_dismissed: int = 0
+    popups_closed: int = 0
 
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
+def _quietly(action: Callable[[], object]) -> None:
+    """Run a clean-up step on a page that may already be gone."""
+    try:
+        action()
+    except Exception:  # noqa: BLE001 - the page or browser died; nothing left to clean
+        pass
+
+
 class Renderer:
     """One Chromium for many pages; use as a context manager."""
 
-    def __init__(self, load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S, chromium: str | None = None):
+    def __init__(
+        self,
+        load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+        chromium: str | None = None,
+        *,
+        renderer_memory_mb: int = RENDERER_MEMORY_MB,
+    ):
         if not load_timeout_s > 0:
             raise RenderSetupError(f"load timeout must be > 0 seconds, got {load_timeout_s!r}")
         self.load_timeout_ms = load_timeout_s * 1000
+        self.limits = RenderLimits(
+            load_timeout_s=load_timeout_s,
+            full_page_max_height=FULL_PAGE_MAX_HEIGHT,
+            full_page_max_width=FULL_PAGE_MAX_WIDTH,
+            dom_max_entries=DOM_MAX_ENTRIES,
+            renderer_memory_mb=renderer_memory_mb,
+        )
         try:
             self.executable = tools.find_chromium(chromium)
         except tools.MissingTool as missing:
             raise RenderSetupError(str(missing)) from missing
         self.launch_ms: float | None = None
         self._launch_reported = False
+        self._guard = MemoryGuard(renderer_memory_mb)
 
     def __enter__(self) -> Renderer:
         from playwright.sync_api import sync_playwright
 
-        start = time.perf_counter()
         self._playwright = sync_playwright().start()
+        try:
+            self._launch()
+        except RenderSetupError:
+            self._playwright.stop()
+            raise
+        self._guard.__enter__()
+        return self
+
+    def _launch(self) -> None:
+        start = time.perf_counter()
         try:
             self._browser = self._playwright.chromium.launch(
                 executable_path=str(self.executable), args=CHROMIUM_ARGS
             )
         except Exception as exc:
-            self._playwright.stop()
             raise RenderSetupError(f"Chromium at {self.executable} did not start: {exc}") from exc
         self.launch_ms = _ms(start)
-        return self
+        self._launch_reported = False
 
     def __exit__(self, *exc: object) -> None:
-        self._browser.close()
+        self._guard.__exit__()
+        _quietly(self._browser.close)
         self._playwright.stop()
 
     def _take_launch_ms(self) -> float | None:
@@ -134,75 +223,216 @@ class Renderer:
         self._launch_reported = True
         return self.launch_ms
 
+    def _alive(self) -> bool:
+        """Whether the browser still answers (its disconnection may not have been noticed yet)."""
+        if not self._browser.is_connected():
+            return False
+        try:
+            self._browser.new_context().close()
+        except Exception:  # noqa: BLE001 - any failure here means the browser is gone
+            return False
+        return True
+
     def capture(self, html: Path, root: Path, viewport: Size) -> Capture:
         """Load `html` with only files under `root` reachable, and capture it."""
+        if not self._alive():
+            self._launch()  # the last page took the browser down with it
+        return _PageCapture(self, html, root, viewport).run()
+
+
+class _PageCapture:
+    """One page: load it within the limits, capture it, and note what happened on the way."""
+
+    def __init__(self, renderer: Renderer, html: Path, root: Path, viewport: Size):
+        self.renderer = renderer
+        self.limits = renderer.limits
+        self.url = html.resolve().as_uri()
+        self.root = root.resolve()
+        self.viewport = viewport
+        self.blocked: list[BlockedRequest] = []
+        self.navigations: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        self.capped: list[Capped] = []
+        self.dialogs = 0
+        self.popups = 0
+        self.page_requested = False
+        self.page: Page | None = None
+
+    def _route(self, route, request) -> None:  # type: ignore[no-untyped-def]
+        if request.is_navigation_request() and request.frame.parent_frame is None:
+            if self.page_requested:
+                # Aborted, not blocked: a blocked navigation would commit an error page.
+                self.navigations.append(request.url)
+                route.abort("aborted")
+                return
+            self.page_requested = True
+        if inside(request.url, self.root):
+            route.continue_()
+        else:
+            blocked = BlockedRequest(url=request.url, resource_type=request.resource_type)
+            self.blocked.append(blocked)
+            route.abort("blockedbyclient")
+
+    def _socket(self, ws) -> None:  # type: ignore[no-untyped-def]
+        self.blocked.append(BlockedRequest(url=ws.url, resource_type="websocket"))
+        ws.close()
+
+    def _dialog(self, dialog) -> None:  # type: ignore[no-untyped-def]
+        self.dialogs += 1
+        _quietly(dialog.dismiss)
+
+    def _popup(self, page) -> None:  # type: ignore[no-untyped-def]
+        if page is not self.page:
+            self.popups += 1
+            _quietly(page.close)
+
+    def run(self) -> Capture:
         from playwright.sync_api import Error as PlaywrightError
 
-        root = root.resolve()
-        blocked: list[BlockedRequest] = []
-        console: list[str] = []
-        errors: list[str] = []
-
-        def route(route, request) -> None:  # type: ignore[no-untyped-def]
-            if inside(request.url, root):
-                route.continue_()
-            else:
-                blocked.append(BlockedRequest(url=request.url, resource_type=request.resource_type))
-                route.abort("blockedbyclient")
-
-        def socket(ws) -> None:  # type: ignore[no-untyped-def]
-            blocked.append(BlockedRequest(url=ws.url, resource_type="websocket"))
-            ws.close()
-
-        context = self._browser.new_context(
+        renderer, viewport = self.renderer, self.viewport
+        context = renderer._browser.new_context(
             viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
             reduced_motion="reduce",
             accept_downloads=False,
             service_workers="block",
         )
-        launch_ms = self._take_launch_ms()
+        launch_ms = renderer._take_launch_ms()
         dom = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
-        shot = full = None
+        self.shot: bytes | None = None
+        full = None
+        status: Status = "ok"
+        step: FailedStep = "load"
+        error = None
         start, load_ms = time.perf_counter(), 0.0
+        renderer._guard.take_kills()
         try:
-            context.route("**/*", route)
-            context.route_web_socket("**/*", socket)
-            page = context.new_page()
-            page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            timeout = self.load_timeout_ms
-            page.goto(html.resolve().as_uri(), wait_until="load", timeout=timeout)
-            page.add_style_tag(content=FREEZE_CSS)
-            page.wait_for_function("() => document.fonts.ready.then(() => true)", timeout=timeout)
+            context.add_init_script(GUARD_SCRIPT)
+            context.route("**/*", self._route)
+            context.route_web_socket("**/*", self._socket)
+            self.page = page = context.new_page()
+            context.on("page", self._popup)
+            page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: self.errors.append(str(e)))
+            page.on("dialog", self._dialog)
+            loaded = self._load(context, page)
             load_ms, start = _ms(start), time.perf_counter()
-            shot = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
-            raw = page.wait_for_function(DOM_SCRIPT, timeout=timeout).json_value()
+            step = "capture"
+            self.shot = page.screenshot(
+                animations="disabled", caret="hide", timeout=renderer.load_timeout_ms
+            )
+            step = "dom"
+            walk_limits = {
+                "height": self.limits.full_page_max_height,
+                "entries": self.limits.dom_max_entries,
+            }
+            raw = page.evaluate(DOM_SCRIPT, walk_limits)
+            self._note_dom_caps(raw["capped"])
             for image in raw["images"]:
-                image["src"] = tidy_src(image["src"], root)
+                image["src"] = tidy_src(image["src"], self.root)
             dom = DomRecord(
                 viewport=viewport, page=raw["page"], texts=raw["texts"], images=raw["images"]
             )
-            if dom.page.height > viewport.height:
-                full = page.screenshot(
-                    full_page=True, animations="disabled", caret="hide", timeout=timeout
+            step = "full_capture"
+            full = self._full_capture(page, dom.page)
+            if not loaded:
+                status, step = "error", "load"
+                error = (
+                    f"the page did not finish loading within {self.limits.load_timeout_s} s; "
+                    "its scripts were stopped and what it showed was captured"
                 )
-            status, error = "ok", None
         except (PlaywrightError, ValidationError, KeyError, TypeError) as exc:
             # The answer's own scripts can break the page or the DOM walk: a result, not a crash.
             # A viewport capture already taken is kept; render.json says what failed.
             status, error = "error", str(exc).strip()
             load_ms = load_ms or _ms(start)
+            kills = renderer._guard.take_kills()
+            if kills:
+                error = (
+                    f"the page's renderer grew past {self.limits.renderer_memory_mb} MB "
+                    f"({kills[0][1]} MB) and was stopped during the {step} step: {error}"
+                )
+                step = "memory"
+            elif not renderer._alive():
+                error = f"the browser stopped during the {step} step: {error}"
+                step = "browser"
         finally:
-            context.close()
+            _quietly(context.close)
         return Capture(
             status=status,
+            failed_step=step if status == "error" else None,
             error=error,
-            viewport_png=shot,
+            viewport_png=self.shot,
             full_png=full,
             dom=dom,
             timings=Timings(launch_ms=launch_ms, load_ms=load_ms, capture_ms=_ms(start)),
-            blocked_requests=blocked,
-            console_errors=console,
-            page_errors=errors,
+            blocked_requests=self.blocked,
+            console_errors=self.console,
+            page_errors=self.errors,
+            capped=self.capped,
+            blocked_navigations=self.navigations,
+            dialogs_dismissed=self.dialogs,
+            popups_closed=self.popups,
+        )
+
+    def _load(self, context: BrowserContext, page: Page) -> bool:
+        """Load the page within the limit, then switch its scripts off. False when the limit
+        ran out first (the scripts are stopped where they were)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        timeout = self.renderer.load_timeout_ms
+        cdp = context.new_cdp_session(page)
+        page.goto(self.url, wait_until="commit", timeout=timeout)
+        try:
+            page.wait_for_load_state("load", timeout=timeout)
+            page.add_style_tag(content=FREEZE_CSS)
+            page.wait_for_function("() => document.fonts.ready.then(() => true)", timeout=timeout)
+            loaded = True
+        except PlaywrightTimeout:
+            self.capped.append("load_time")
+            cdp.send("Runtime.terminateExecution")
+            loaded = False
+        cdp.send("Emulation.setScriptExecutionDisabled", {"value": True})
+        if not loaded:
+            # A termination still pending would end the next evaluation: let this one take it.
+            _quietly(lambda: page.evaluate("0"))
+            # add_style_tag would wait for a load event that no longer comes.
+            page.evaluate(_ADD_STYLE, FREEZE_CSS)
+        return loaded
+
+    def _note_dom_caps(self, capped: dict[str, bool]) -> None:
+        names: dict[str, Capped] = {
+            "height": "dom_height",
+            "texts": "dom_texts",
+            "images": "dom_images",
+        }
+        self.capped.extend(name for key, name in names.items() if capped.get(key))
+
+    def _full_capture(self, page: Page, size: Size) -> bytes | None:
+        if size.height <= self.viewport.height:
+            return None
+        height = min(size.height, self.limits.full_page_max_height)
+        width = min(size.width, self.limits.full_page_max_width)
+        if width < size.width:
+            self.capped.append("full_page_width")
+        clip: Clip = {"x": 0, "y": 0, "width": width, "height": height}
+        if height < size.height:
+            # A full-page capture lays out and paints the whole page however tall it is (minutes
+            # and gigabytes for a page millions of pixels tall); a viewport of the capped height
+            # paints only what is kept. Units of the viewport height (vh) grow with it.
+            self.capped.append("full_page_height")
+            page.set_viewport_size({"width": self.viewport.width, "height": height})
+            return page.screenshot(
+                clip=clip,
+                animations="disabled",
+                caret="hide",
+                timeout=self.renderer.load_timeout_ms,
+            )
+        return page.screenshot(
+            full_page=True,
+            clip=clip,
+            animations="disabled",
+            caret="hide",
+            timeout=self.renderer.load_timeout_ms,
         )

@@ -34,7 +34,15 @@ from veriharness.render.browser import (
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.dom import DomRecord, RenderRecord, Size, Status, Timings
+from veriharness.render.dom import (
+    DomRecord,
+    FailedStep,
+    RenderLimits,
+    RenderRecord,
+    Size,
+    Status,
+    Timings,
+)
 from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
 # The dom.json and render.json models live in render_dom; the browser session in render_browser.
@@ -85,30 +93,56 @@ def reference_size(reference: Path) -> Size:
 def _answer_state(answer: Path) -> Status | None:
     if not answer.is_file():
         return "missing_answer"
-    if not answer.read_bytes().strip():
+    with answer.open("rb") as handle:
+        start = handle.read(1 << 20)
+    if not start.strip() and answer.stat().st_size <= len(start):
         return "empty_answer"
     return None
 
 
+def _failed(viewport: Size, step: FailedStep, error: str) -> Capture:
+    empty = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+    return Capture(
+        status="error",
+        failed_step=step,
+        error=error,
+        dom=empty,
+        timings=Timings(load_ms=0, capture_ms=0),
+    )
+
+
 def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Path) -> RenderRecord:
-    """Render `answer_dir/answer.html` at the size of `reference`; write the outputs into `out`."""
+    """Render `answer_dir/answer.html` at the size of `reference`; write the outputs into `out`.
+
+    Whatever the answer does, the outputs are written: a failure inside the capture that the
+    browser layer did not foresee is recorded as failed step `internal`."""
     viewport = reference_size(reference)
     answer = answer_dir / "answer.html"
-    state = _answer_state(answer)
-    if state is None:
-        capture = renderer.capture(answer, answer_dir, viewport)
-    else:
-        empty = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
-        capture = Capture(status=state, dom=empty, timings=Timings(load_ms=0, capture_ms=0))
+    try:
+        state = _answer_state(answer)
+        if state is None:
+            capture = renderer.capture(answer, answer_dir, viewport)
+        else:
+            empty = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
+            capture = Capture(status=state, dom=empty, timings=Timings(load_ms=0, capture_ms=0))
+    except Exception as exc:  # noqa: BLE001 - recorded in render.json; the batch goes on
+        capture = _failed(viewport, "internal", f"{type(exc).__name__}: {exc}")
+    return _write_render(capture, answer, viewport, renderer.limits, out)
+
+
+def _write_render(
+    capture: Capture, answer: Path, viewport: Size, limits: RenderLimits, out: Path
+) -> RenderRecord:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "render.png").write_bytes(capture.viewport_png or _white_png(viewport))
+    atomic.write_bytes(out / "render.png", capture.viewport_png or _white_png(viewport))
     full = out / "render_full.png"
     if capture.full_png is not None:
-        full.write_bytes(capture.full_png)
+        atomic.write_bytes(full, capture.full_png)
     elif full.exists():
         full.unlink()  # a stale capture from an earlier render would contradict render.json
     record = RenderRecord(
         status=capture.status,
+        failed_step=capture.failed_step,
         viewport=viewport,
         page=capture.dom.page,
         full_page=capture.full_png is not None,
@@ -118,6 +152,11 @@ def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Pa
         page_errors=capture.page_errors,
         error=capture.error,
         answer_sha256=sha256_file(answer) if answer.is_file() else None,
+        limits=limits,
+        capped=capture.capped,
+        blocked_navigations=capture.blocked_navigations,
+        dialogs_dismissed=capture.dialogs_dismissed,
+        popups_closed=capture.popups_closed,
     )
     _write_json(out / "dom.json", capture.dom)
     out_json = json.loads(record.model_dump_json())
@@ -231,8 +270,9 @@ def run_render(args: argparse.Namespace) -> int:
         with Renderer(args.load_timeout, args.chromium) as renderer:
             for item in items:
                 record = render_answer(renderer, item.answer_dir, item.reference, item.out)
-                print(f"{record.status:<15} {item.out}")
-    except RenderSetupError as exc:
+                step = f" ({record.failed_step})" if record.failed_step else ""
+                print(f"{record.status:<15} {item.out}{step}")
+    except (RenderSetupError, atomic.AtomicWriteError) as exc:
         return _fail(str(exc))
     return 0
 

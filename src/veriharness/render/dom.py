@@ -43,6 +43,9 @@ __all__ = [
     "Timings",
     "BlockedRequest",
     "RenderRecord",
+    "RenderLimits",
+    "FailedStep",
+    "Capped",
     "TextBox",
     "ImageBox",
     "DomRecord",
@@ -50,9 +53,12 @@ __all__ = [
     "tidy_src",
 ]
 
-# Returns the dom.json body (image sources not yet rewritten); runs inside the page.
+# Returns the dom.json body (image sources not yet rewritten) and which limits it reached; runs
+# inside the page. `limits.height`: boxes starting at or below this page height are not listed;
+# `limits.entries`: at most this many texts and as many images.
 DOM_SCRIPT = r"""
-() => {
+(limits) => {
+  const capped = {texts: false, images: false, height: false};
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'TITLE', 'TEXTAREA']);
   const VALUE_TYPES = new Set(['', 'text', 'search', 'email', 'tel', 'url', 'number']);
   const LABEL_TYPES = new Set(['submit', 'button', 'reset']);
@@ -137,7 +143,12 @@ DOM_SCRIPT = r"""
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (node.nodeType === Node.ELEMENT_NODE) {
       const entry = CONTROLS.has(node.tagName) ? control(node) : null;
-      if (entry) texts.push(entry);
+      if (entry && entry.y >= limits.height) {
+        capped.height = true;
+      } else if (entry) {
+        texts.push(entry);
+      }
+      if (texts.length >= limits.entries) { capped.texts = true; break; }
       continue;
     }
     const el = node.parentElement;
@@ -147,16 +158,21 @@ DOM_SCRIPT = r"""
     range.selectNodeContents(node);
     const r = range.getBoundingClientRect();
     if (r.width <= 0 || r.height <= 0) continue;
+    if (r.top + sy >= limits.height) { capped.height = true; continue; }
     const cs = getComputedStyle(el);
     const pos = positioning(el);
     texts.push({text, source: 'text', ...box(r), font_size_px: parseFloat(cs.fontSize),
                 font_weight: parseInt(cs.fontWeight, 10) || 400, color: rgb(cs.color),
                 positioning: pos, pinned: pos === 'absolute' || pos === 'fixed'});
+    if (texts.length >= limits.entries) { capped.texts = true; break; }
   }
   const images = [];
   for (const el of root.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
-    if (r.width <= 0 || r.height <= 0 || !shown(el)) continue;
+    if (r.width <= 0 || r.height <= 0) continue;
+    if (r.top + sy >= limits.height) { capped.height = true; continue; }
+    if (!shown(el)) continue;
+    if (images.length >= limits.entries) { capped.images = true; break; }
     const tag = el.localName;
     const item = {...box(r), natural_width: null, natural_height: null};
     if (tag === 'img') {
@@ -176,7 +192,7 @@ DOM_SCRIPT = r"""
   const de = document.documentElement;
   const page = {width: Math.max(de.scrollWidth, document.body?.scrollWidth || 0),
                 height: Math.max(de.scrollHeight, document.body?.scrollHeight || 0)};
-  return {page, texts, images};
+  return {page, texts, images, capped};
 }
 """
 
@@ -202,11 +218,27 @@ class BlockedRequest(BaseModel):
     resource_type: str
 
 
+FailedStep = Literal["load", "capture", "dom", "full_capture", "memory", "browser", "internal"]
+Capped = Literal["load_time", "full_page_height", "full_page_width", "dom_height", "dom_texts",
+                 "dom_images"]  # fmt: skip
+
+
+class RenderLimits(BaseModel):
+    """The bounds every capture runs under; `render.json` records them with what reached them."""
+
+    load_timeout_s: float
+    full_page_max_height: int
+    full_page_max_width: int
+    dom_max_entries: int
+    renderer_memory_mb: int
+
+
 class RenderRecord(BaseModel):
     """`render/render.json`."""
 
     kind: Literal["render"] = "render"
     status: Status
+    failed_step: FailedStep | None = None  # set when status is error
     viewport: Size
     page: Size
     full_page: bool
@@ -216,6 +248,11 @@ class RenderRecord(BaseModel):
     page_errors: list[str]
     error: str | None
     answer_sha256: str | None
+    limits: RenderLimits | None = None
+    capped: list[Capped] = []
+    blocked_navigations: list[str] = []
+    dialogs_dismissed: int = 0
+    popups_closed: int = 0
 
 
 class TextBox(BaseModel):

@@ -20,6 +20,10 @@ reference.png and its OCR words (computed once by the caller):
   positioned.
 - low_text_volume: DOM text characters in the viewport are under `text_volume_ratio` times the
   characters tesseract reads on reference.png.
+- oversized_images: an image the page uses (a file of the answer folder or an inline data: URL)
+  has more than `max_image_pixels` pixels, or is a file over `max_image_bytes`. Such an image is
+  never decoded (a 1 MB PNG can unpack to gigabytes), so it takes no part in the substitution
+  check; the evidence lists each with its size.
 
 A flag that could not be checked (no render) is false, and its evidence says `checked: false`.
 """
@@ -53,6 +57,7 @@ FLAGS = (
     "text_in_images",
     "absolute_pinning",
     "low_text_volume",
+    "oversized_images",
 )
 _REMOTE = {"http", "https", "ws", "wss"}
 
@@ -67,6 +72,8 @@ class AuditThresholds(BaseModel):
     text_word_min_confidence: float = 60.0
     pinned_share: float = 0.5
     text_volume_ratio: float = 0.5
+    max_image_pixels: int = 50_000_000
+    max_image_bytes: int = 64 * 1024 * 1024
 
 
 class AuditRecord(BaseModel):
@@ -143,25 +150,49 @@ def _image_bytes(src: str, answer_dir: Path) -> bytes | None:
     return _inside_file(resolve_local(text, answer_dir), answer_dir)
 
 
+class _TooLarge(bytes):
+    """Stands for a file too large to read: only its size is known."""
+
+    size: int
+
+
 def _inside_file(path: Path, answer_dir: Path) -> bytes | None:
-    inside = path.is_relative_to(answer_dir.resolve())
-    return path.read_bytes() if inside and path.is_file() else None
+    if not (path.is_relative_to(answer_dir.resolve()) and path.is_file()):
+        return None
+    size = path.stat().st_size
+    if size > AuditThresholds().max_image_bytes:
+        marker = _TooLarge()
+        marker.size = size
+        return marker
+    return path.read_bytes()
 
 
-def _hash_of(data: bytes) -> int | None:
+def _hash_of(data: bytes, limits: AuditThresholds) -> tuple[int | None, dict[str, Any] | None]:
+    """The DCT hash of a raster image, or what makes it too large to decode."""
+    if isinstance(data, _TooLarge) or len(data) > limits.max_image_bytes:
+        return None, {"bytes": getattr(data, "size", len(data))}
+    pillow_limit = Image.MAX_IMAGE_PIXELS
     try:
+        # Pillow's own bomb check would refuse at open without the size; this one reads the
+        # header, and decodes only images within the audit's limit.
+        Image.MAX_IMAGE_PIXELS = None
         with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > limits.max_image_pixels:
+                return None, {"width": width, "height": height}
             image.load()
-            return phash(image)
-    except (UnidentifiedImageError, OSError, ValueError):
-        return None  # not a raster image (e.g. SVG): nothing to compare pixel-wise
+            return phash(image), None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None, None  # not a raster image (e.g. SVG): nothing to compare pixel-wise
+    finally:
+        Image.MAX_IMAGE_PIXELS = pillow_limit
 
 
-def _substitution(
-    dom: DomFacts, answer_dir: Path, reference_png: Path, limits: AuditThresholds
-) -> tuple[bool, dict[str, Any]]:
-    reference_hash = phash(reference_png)
-    candidates = {im.src: _image_bytes(im.src, answer_dir) for im in dom.images if im.src}
+def _candidates(dom: DomFacts | None, answer_dir: Path) -> dict[str, bytes | None]:
+    """Every image the page uses that can be read: its DOM images and the files and inline
+    images its HTML and CSS name."""
+    images = dom.images if dom is not None else []
+    candidates = {im.src: _image_bytes(im.src, answer_dir) for im in images if im.src}
     html = answer_dir / "answer.html"
     if html.is_file():
         for ref in page_references(html, answer_dir):
@@ -169,10 +200,31 @@ def _substitution(
                 candidates[ref.value] = _image_bytes(ref.value, answer_dir)
             elif ref.kind == "local" and ref.path is not None:
                 candidates[ref.value] = _inside_file(ref.path, answer_dir)
-    matches = []
+    return candidates
+
+
+def _hashes(
+    candidates: dict[str, bytes | None], limits: AuditThresholds
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    hashes, oversized = {}, []
     for src, data in sorted(candidates.items()):
-        digest = None if data is None else _hash_of(data)
-        if digest is not None and hamming(digest, reference_hash) <= limits.phash_max_distance:
+        if data is None:
+            continue
+        digest, too_large = _hash_of(data, limits)
+        if digest is not None:
+            hashes[src] = digest
+        if too_large is not None:
+            oversized.append({"src": _describe(src), **too_large})
+    return hashes, oversized
+
+
+def _substitution(
+    dom: DomFacts, hashes: dict[str, int], reference_png: Path, limits: AuditThresholds
+) -> tuple[bool, dict[str, Any]]:
+    reference_hash = phash(reference_png)
+    matches = []
+    for src, digest in hashes.items():
+        if hamming(digest, reference_hash) <= limits.phash_max_distance:
             matches.append({"src": _describe(src), "distance": hamming(digest, reference_hash)})
     vw, vh = dom.viewport.width, dom.viewport.height
     large = [
@@ -250,11 +302,17 @@ def audit_run(
         "remote_dependencies": _remote(render, answer_dir),
         "files_outside_assets": _outside(answer_dir),
     }
+    usable = dom is not None and render_png is not None
+    hashes, oversized = _hashes(_candidates(dom if usable else None, answer_dir), limits)
+    results["oversized_images"] = (
+        bool(oversized),
+        {"checked": True, "images": oversized, "max_pixels": limits.max_image_pixels},
+    )
     if dom is None or render_png is None:
-        for name in FLAGS[2:]:
+        for name in FLAGS[2:-1]:
             results[name] = (None, {"checked": False})
     else:
-        results["screenshot_substitution"] = _substitution(dom, answer_dir, reference_png, limits)
+        results["screenshot_substitution"] = _substitution(dom, hashes, reference_png, limits)
         results["text_in_images"] = _text_in_images(dom, render_png, limits)
         results["absolute_pinning"] = _pinning(dom, limits)
         results["low_text_volume"] = _volume(dom, reference_words, limits)

@@ -6,9 +6,13 @@ DOM facts were written by `render-reference`.
 
 A run whose render status is not `ok` (missing, empty or crashing answer) is not scored: its
 metrics are all null with status `no_render`, and `details.render_status` says why; its audit
-still checks what does not need a render (remote requests, referenced files). A missing or
-malformed render.json, reference.png or reference_dom.json is an input error (exit 2) naming the
-file: that is a pipeline fault, not a property of the answer.
+still checks what does not need a render (remote requests, referenced files, oversized images).
+
+Whatever goes wrong while one run is scored (a missing or malformed render.json, reference.png or
+reference_dom.json, or a failure nobody foresaw) is recorded, not raised: metrics.json gets status
+`score_failed` with `details.reason` naming the file or the error, audit.json gets every flag
+null, and the verb goes on and exits 0, so the tables are still built. The problem is also printed
+on stderr. Only bad arguments and a batch file that cannot be read make the verb exit 2.
 
 OCR of a reference image is computed once per process per reference digest, so a batch over many
 runs of one task reads each reference once.
@@ -30,7 +34,7 @@ from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.run_files import BatchFileError, read_batch_file
 from veriharness.score import SCORER_VERSION
-from veriharness.score.audit import AuditRecord, audit_run, in_viewport
+from veriharness.score.audit import FLAGS, AuditRecord, AuditThresholds, audit_run, in_viewport
 from veriharness.score.metrics.blocks import (
     CONTEXT_BONUS,
     CONTEXT_WINDOW,
@@ -68,7 +72,7 @@ METRIC_NAMES = (
 class MetricsRecord(BaseModel):
     kind: Literal["metrics"] = "metrics"
     scorer_version: str = SCORER_VERSION
-    status: Literal["ok", "no_render"]
+    status: Literal["ok", "no_render", "score_failed"]
     metrics: dict[str, float | None]
     details: dict[str, Any]
 
@@ -273,14 +277,30 @@ def run(args: argparse.Namespace) -> int:
     except InputError as bad:
         print(f"veriharness score: {bad}", file=sys.stderr)
         return 2
-    failures = 0
     for job in jobs:
         try:
             audit, metrics = score_run(job, ocr_cache=args.ocr_cache)
-        except InputError as bad:
-            failures += 1
-            print(f"veriharness score: {bad}", file=sys.stderr)
-            continue
+        except Exception as exc:  # noqa: BLE001 - recorded as score_failed; the batch goes on
+            reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            print(f"veriharness score: score_failed: {reason}", file=sys.stderr)
+            try:
+                audit, metrics = _record_failure(job, reason)
+            except atomic.AtomicWriteError as unwritable:
+                print(f"veriharness score: {unwritable}", file=sys.stderr)
+                return 2
         raised = [name for name, on in audit.flags.items() if on]
         print(f"{job.out_dir}: {metrics.status}, flags: {', '.join(raised) or 'none'}")
-    return 2 if failures else 0
+    return 0
+
+
+def _record_failure(job: ScoreJob, reason: str) -> tuple[AuditRecord, MetricsRecord]:
+    audit = AuditRecord(
+        flags=dict.fromkeys(FLAGS),
+        evidence={name: {"checked": False, "reason": reason} for name in FLAGS},
+        thresholds=AuditThresholds(),
+    )
+    metrics = MetricsRecord(
+        status="score_failed", metrics=dict.fromkeys(METRIC_NAMES), details={"reason": reason}
+    )
+    _write(job.out_dir, audit, metrics)
+    return audit, metrics

@@ -1,0 +1,142 @@
+"""Concurrency scaling of agent sessions: real `claude -p` sessions (bubblewrap sandbox, mllm
+server) against the offline model, which waits `--latency` seconds before each answer.
+
+For each concurrency level, `--sessions` sessions run through `run_session` with at most that
+many at once. Printed per level: wall time, the latency-bound ideal (every session's model
+answers times the latency, packed perfectly onto the concurrent slots: sum / concurrency, and
+never less than the longest single session), their ratio, and the peak proportional set size
+(PSS) of all session processes, overall and per concurrent session.
+
+    python3 bench/concurrency.py --sessions 64 --concurrency 1 8 16 32 --latency 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from veriharness._util.programs import find_claude  # noqa: E402
+from veriharness.agent.session import SessionPlan, run_session  # noqa: E402
+from veriharness.offline import OFFLINE_AGENT_MODEL  # noqa: E402
+from veriharness.offline.server import FAULTS_ENV  # noqa: E402
+from veriharness.render.guard import descendants  # noqa: E402
+
+SYSTEM_PROMPT = (
+    "Recreate the reference screenshot reference.png as a single self-contained answer.html "
+    "in the current directory. Use mcp__mllm__call to look at the reference."
+)
+
+
+def _plan(base: Path, index: int) -> SessionPlan:
+    run_dir = base / "runs" / f"r{index}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "system_prompt.md").write_text(SYSTEM_PROMPT)
+    return SessionPlan(
+        run_dir=run_dir,
+        reference=ROOT / "tasks" / "landing-page" / "reference.png",
+        system_prompt=run_dir / "system_prompt.md",
+        catalog=ROOT / "config" / "model-catalog.offline.yaml",
+        taxonomy=ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml",
+        claude=find_claude(),
+        endpoint="offline",
+        base_url=None,
+        api_key_env=None,
+        model=OFFLINE_AGENT_MODEL,
+        max_turns=12,
+        wall_clock_seconds=900,
+        allowed_tools=["Read", "Write", "Edit", "Bash", "mcp__mllm__call"],
+        tool_search=False,
+        isolation="bwrap",
+        offline_profiles=True,
+        workspace_root=base / "workspaces",
+        keep_workspace=False,
+        log_model_requests=True,
+        project=ROOT,
+        label=f"bench-r{index}",
+    )
+
+
+def _pss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+class _Sampler(threading.Thread):
+    """Peak summed PSS of this process's descendants (the sessions), sampled every 0.5 s."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak = 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.peak = max(self.peak, sum(_pss_mb(p) for p in descendants(os.getpid())))
+
+
+def _answers(run_dir: Path) -> int:
+    log = run_dir / "model_requests.jsonl"
+    if not log.is_file():
+        return 0
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return sum(1 for r in lines if r.get("method") == "POST" and "/v1/messages" in r["path"])
+
+
+def level(sessions: int, concurrency: int, latency: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="vh-bench-concurrency-") as tmp:
+        plans = [_plan(Path(tmp), i) for i in range(sessions)]
+        sampler = _Sampler()
+        sampler.start()
+        start = time.monotonic()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            outcomes = list(pool.map(run_session, plans))
+        wall = time.monotonic() - start
+        sampler.stop.set()
+        sampler.join()
+        answers = [_answers(p.run_dir) for p in plans]
+    waits = [n * latency for n in answers]
+    ideal = max(sum(waits) / concurrency, max(waits))
+    statuses = sorted({o.status for o in outcomes})
+    return {
+        "concurrency": concurrency,
+        "sessions": sessions,
+        "wall_s": round(wall, 1),
+        "ideal_s": round(ideal, 1),
+        "ratio": round(wall / ideal, 2) if ideal else float("nan"),
+        "answers_per_session": round(sum(answers) / sessions, 1),
+        "peak_pss_mb": round(sampler.peak),
+        "pss_per_session_mb": round(sampler.peak / min(concurrency, sessions)),
+        "statuses": ",".join(statuses),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 16, 32])
+    parser.add_argument("--latency", type=float, default=2.0, help="seconds before each answer")
+    args = parser.parse_args()
+    os.environ[FAULTS_ENV] = json.dumps({"latency_s": args.latency})
+    print(f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.2f} latency={args.latency}s")
+    for concurrency in args.concurrency:
+        print(json.dumps(level(args.sessions, concurrency, args.latency)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""What a finished `claude -p` process means: an agent outcome, or an infrastructure error.
+
+An agent outcome (`ok`, `failed`, `max_turns`, `timeout`) is a property of the condition under
+study and is never retried. `infra_error` means the session could not run for reasons outside the
+agent, and says which:
+
+- the upstream model answered HTTP 5xx, 529 or 429 until Claude Code's own retries ran out (the
+  result event carries `api_error_status`), or could not be reached at all ("API Error" with a
+  connection problem);
+- claude was ended by a signal VeriHarness did not send (exit code -N, or 128+N through the
+  sandbox, and no result event);
+- claude exited before its session started (no init event): the sandbox or the CLI itself did not
+  start;
+- the `mllm` MCP server did not connect, so CallMLLM was not there.
+
+The classification reads only the exit code, whether the wall clock ran out, the facts of the
+transcript summary and the tail of Claude Code's stderr.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any, Literal
+
+__all__ = ["Status", "classify"]
+
+Status = Literal["ok", "failed", "timeout", "max_turns", "not_started", "infra_error"]
+
+_UPSTREAM_STATUSES = {429, 529} | set(range(500, 600))
+_UNREACHABLE_HINTS = ("connection error", "econnrefused", "econnreset", "fetch failed", "timed out")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _killed_by(exit_code: int | None, summary: dict[str, Any]) -> int | None:
+    if exit_code is None:
+        return None
+    if exit_code < 0:
+        return -exit_code
+    # bwrap reports a child ended by signal N as exit status 128 + N.
+    if 128 < exit_code < 128 + 65 and "result_subtype" not in summary:
+        return exit_code - 128
+    return None
+
+
+def classify(
+    exit_code: int | None, timed_out: bool, summary: dict[str, Any], stderr_tail: str = ""
+) -> tuple[Status, str | None]:
+    """The run's status and, unless it is `ok`, why."""
+    if timed_out:
+        return "timeout", None  # the caller names the limit
+    killed = _killed_by(exit_code, summary)
+    if killed is not None:
+        return "infra_error", f"claude was killed by {_signal_name(killed)}, not by VeriHarness"
+    api_status = summary.get("api_error_status")
+    result = str(summary.get("result_text") or "")
+    if isinstance(api_status, int) and api_status in _UPSTREAM_STATUSES:
+        return "infra_error", (
+            f"the model provider answered HTTP {api_status} after Claude Code's own retries: "
+            f"{result[:300]}"
+        )
+    if summary.get("is_error") and result.startswith("API Error"):
+        if api_status is None and any(h in result.lower() for h in _UNREACHABLE_HINTS):
+            return "infra_error", f"the model provider could not be reached: {result[:300]}"
+    if "mllm_connected" not in summary and "result_subtype" not in summary and exit_code != 0:
+        tail = stderr_tail.strip()[-400:]
+        return "infra_error", (
+            f"claude exited with code {exit_code} before its session started "
+            f"(the sandbox or the CLI did not start): {tail or 'no stderr'}"
+        )
+    if summary.get("mllm_connected") is False:
+        return "infra_error", (
+            "the mllm MCP server did not connect: CallMLLM was not available to the session"
+        )
+    if summary.get("result_subtype") == "error_max_turns":
+        return "max_turns", None
+    if exit_code != 0 or summary.get("is_error") or "result_subtype" not in summary:
+        return "failed", (result[:300] or None) if summary.get("is_error") else None
+    return "ok", None

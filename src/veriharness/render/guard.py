@@ -1,0 +1,98 @@
+"""A memory fence around Chromium: a renderer that grows past its limit is killed.
+
+Chromium has no setting that caps a renderer's memory as a whole (V8's heap limit leaves out
+array buffers, decoded images and layout), and an address-space limit breaks its large
+reservations. So a thread samples the resident size of every Chromium renderer below this process
+every few milliseconds and kills one that passes the limit with SIGKILL. Playwright then reports
+the page as crashed, and the capture records `memory` as the failed step. The thread only reads
+/proc and sends signals, so it never touches Playwright from a second thread.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+__all__ = ["MemoryGuard", "descendants"]
+
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def descendants(root: int) -> list[int]:
+    """The process ids below `root` (not `root` itself), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _renderer_rss_mb(pid: int) -> float | None:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if b"--type=renderer" not in cmdline:
+            return None
+        resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return resident * _PAGE_KB / 1024
+
+
+class MemoryGuard:
+    """Kills any Chromium renderer below this process whose resident size passes `limit_mb`."""
+
+    def __init__(self, limit_mb: int, interval_s: float = 0.05):
+        self.limit_mb = limit_mb
+        self.interval_s = interval_s
+        self.killed: list[tuple[int, float]] = []
+        self._stop = threading.Event()
+        self._renderers: list[int] = []
+        self._scans = 0
+        self._thread = threading.Thread(target=self._watch, name="render-memory-guard", daemon=True)
+
+    def __enter__(self) -> MemoryGuard:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def take_kills(self) -> list[tuple[int, float]]:
+        """Renderers killed since the last call, as (pid, resident MB when killed)."""
+        kills, self.killed = self.killed, []
+        return kills
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            # The full process scan is dearer than reading a few statm files: refresh the list
+            # of renderers every fourth round, and when one has gone.
+            if self._scans % 4 == 0:
+                self._renderers = [
+                    pid for pid in descendants(os.getpid()) if _renderer_rss_mb(pid) is not None
+                ]
+            self._scans += 1
+            for pid in list(self._renderers):
+                size = _renderer_rss_mb(pid)
+                if size is None:
+                    self._renderers.remove(pid)
+                    self._scans = 0
+                elif size > self.limit_mb:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        continue
+                    self.killed.append((pid, round(size)))
