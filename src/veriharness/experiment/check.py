@@ -67,6 +67,7 @@ __all__ = [
     "Definition",
     "DEFINITION_ERRORS",
     "load_definition",
+    "missing_prices",
     "shared_identity",
     "prompt_values",
     "condition_identity",
@@ -166,11 +167,44 @@ def config_wrapper(path: Path | None) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "config"}
 
 
+def missing_prices(config: ExperimentConfig, catalog: ModelCatalog) -> list[str]:
+    """The models of the experiment the price table does not price (the offline model is
+    free unless priced)."""
+    agent, prices = config.agent, config.prices
+    missing = []
+    if prices.agent(agent.model, agent.endpoint == "offline") is None:
+        missing.append(f"prices.models.{agent.model} (the agent model)")
+    for profile in catalog.profiles:
+        if prices.profile(profile.name, profile.provider.offline) is None:
+            missing.append(f"prices.profiles.{profile.name} (model catalog profile)")
+    return missing
+
+
+def _require_prices(config: ExperimentConfig, catalog: ModelCatalog) -> None:
+    execution = config.execution
+    caps = [
+        f"{name} {value}"
+        for name, value in (
+            ("execution.max_usd", execution.max_usd),
+            ("execution.max_usd_per_run", execution.max_usd_per_run),
+        )
+        if value is not None
+    ]
+    missing = missing_prices(config, catalog)
+    if caps and missing:
+        raise ConfigError(
+            f"a spending cap ({', '.join(caps)}) needs a price for every model, and these have "
+            f"none: {'; '.join(missing)}. Add them (USD per million tokens: input, output, "
+            "cache_read, cache_write) to the config's prices section"
+        )
+
+
 def load_definition(
     config: ExperimentConfig, root: Path, config_file: Path | None = None
 ) -> Definition:
     root = root.resolve()
     catalog = load_catalog(root / config.model_catalog)
+    _require_prices(config, catalog)
     for profile in catalog.profiles:
         if is_placeholder_model(profile.provider.model):
             raise ConfigError(

@@ -29,6 +29,8 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from veriharness.spend.prices import PriceSettings
+
 __all__ = [
     "ConfigError",
     "AgentSettings",
@@ -151,6 +153,8 @@ class ExecutionSettings(_Strict):
     debug: bool = False
     sample: int | None = Field(default=None, ge=1)
     results_dir: str = "results"
+    max_usd: float | None = Field(default=None, ge=0)
+    max_usd_per_run: float | None = Field(default=None, ge=0)
 
 
 class ExperimentConfig(_Strict):
@@ -169,6 +173,8 @@ class ExperimentConfig(_Strict):
     compare: CompareSettings | None = CompareSettings(baseline="b3-absent", treatment="b3-present")
     check_models: bool = True
     allow_uncommitted: bool = False
+    supersede_paid_runs: bool = False
+    prices: PriceSettings = PriceSettings()
     execution: ExecutionSettings = ExecutionSettings()
 
     @field_validator("conditions")
