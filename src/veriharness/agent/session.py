@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
@@ -37,6 +37,16 @@ from veriharness.mllm.catalog import (
     handed_environment,
     load_catalog,
 )
+from veriharness.spend.ledger import (
+    STOP_NAME,
+    BudgetExhausted,
+    SpendGate,
+    SpendSettings,
+    ledger_path,
+    note_stopped,
+    read_stop,
+)
+from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
 
 if TYPE_CHECKING:
     from veriharness.experiment.config import ExperimentConfig
@@ -62,7 +72,8 @@ _KILL_GRACE_SECONDS = 5.0
 _SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH")
 _MASK = "***"
 
-Status = Literal["ok", "failed", "timeout", "max_turns", "not_started"]
+Status = Literal["ok", "failed", "timeout", "max_turns", "budget_exhausted", "not_started"]
+_STOP_POLL_SECONDS = 0.5
 
 
 class SessionPlan(BaseModel):
@@ -89,10 +100,40 @@ class SessionPlan(BaseModel):
     log_model_requests: bool
     project: Path
     label: str
+    spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
+    agent_price: TokenPrice | None = None
+    profile_prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
 
     @property
     def offline(self) -> bool:
         return self.endpoint == "offline"
+
+    @property
+    def ledger(self) -> SpendSettings:
+        assert self.spend is not None  # filled in by the validator below
+        return self.spend
+
+    @model_validator(mode="after")
+    def _spend_of_the_run(self) -> SessionPlan:
+        if self.spend is None:
+            self.spend = _spend_settings(self.run_dir)
+        return self
+
+
+def _spend_settings(
+    run_dir: Path, max_usd: float | None = None, max_usd_per_run: float | None = None
+) -> SpendSettings:
+    """The ledger settings of a run folder ``<experiment>/<condition>/<task>/r<k>``."""
+    condition, task, replicate = run_dir.parts[-3:]
+    return SpendSettings(
+        experiment_dir=run_dir.parents[2],
+        run_dir=run_dir,
+        condition=condition,
+        task=task,
+        replicate=int(replicate.removeprefix("r")),
+        max_usd=max_usd,
+        max_usd_per_run=max_usd_per_run,
+    )
 
 
 class Usage(BaseModel):
@@ -102,9 +143,22 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int | None = None
 
 
+class Spend(BaseModel):
+    """What the run cost at the experiment's prices (None: a price is missing). `agent_source`
+    says how the agent's part was measured: `session` prices the usage of Claude Code's result
+    event; `proxy` sums the agent proxy's per-request records."""
+
+    agent_usd: float | None = None
+    mllm_usd: float | None = None
+    total_usd: float | None = None
+    agent_source: Literal["session", "proxy"] | None = None
+
+
 class AgentOutcome(BaseModel):
     kind: Literal["agent_outcome"] = "agent_outcome"
     status: Status
+    reason: Literal["budget"] | None = None  # why a session was not started or was ended early
+    spend: Spend = Field(default_factory=Spend)
     exit_code: int | None = None
     result_subtype: str | None = None
     is_error: bool | None = None
@@ -137,6 +191,8 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
     agent, execution = config.agent, config.execution
     run_dir = run_dir.resolve()
     catalog = (project / config.model_catalog).resolve()
+    profiles = load_catalog(catalog).profiles
+    spend = _spend_settings(run_dir, execution.max_usd, execution.max_usd_per_run)
     return SessionPlan(
         run_dir=run_dir,
         reference=(task_dir / "reference.png").resolve(),
@@ -153,12 +209,17 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         allowed_tools=list(agent.allowed_tools),
         tool_search=agent.tool_search,
         isolation=agent.isolation,
-        offline_profiles=any(p.provider.offline for p in load_catalog(catalog).profiles),
+        offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
         log_model_requests=execution.debug,
         project=project,
         label="-".join(run_dir.parts[-3:]),
+        spend=spend,
+        agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
+        profile_prices={
+            p.name: config.prices.profile(p.name, p.provider.offline) for p in profiles
+        },
     )
 
 
@@ -171,8 +232,16 @@ def mcp_config(plan: SessionPlan, workspace: Path) -> dict[str, Any]:
         "--catalog", str(plan.catalog),
         "--taxonomy", str(plan.taxonomy),
         "--trace", str(plan.run_dir / "mllm_trace.jsonl"),
+        "--spend-json", _mllm_spend_json(plan),
     ]  # fmt: skip
     return {"mcpServers": {"mllm": {"type": "stdio", "command": sys.executable, "args": args}}}
+
+
+def _mllm_spend_json(plan: SessionPlan) -> str:
+    prices = {
+        name: price.model_dump() if price else None for name, price in plan.profile_prices.items()
+    }
+    return json.dumps({"prices": prices, "ledger": plan.ledger.model_dump(mode="json")})
 
 
 def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
@@ -261,8 +330,14 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
     """Run the session and write transcript, trace, answer and outcome into the run folder."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    for stale in ("transcript.jsonl", "mllm_trace.jsonl", "outcome.json", "model_requests.jsonl"):
+    stale_files = ("outcome.json", "model_requests.jsonl", STOP_NAME, "spend.jsonl")
+    for stale in ("transcript.jsonl", "mllm_trace.jsonl", *stale_files):
         (run_dir / stale).unlink(missing_ok=True)
+    gate = SpendGate(plan.ledger)
+    try:
+        gate.admit()
+    except BudgetExhausted as refused:
+        return _not_started_for_budget(plan, started, clock, str(refused))
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
     config_dir = Path(tempfile.mkdtemp(prefix="veriharness-claude-config-"))
     base: dict[str, Any] = {
@@ -289,7 +364,8 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
                         plan.catalog,
                         plan.taxonomy,
                     ],
-                    writable=[workspace, run_dir, config_dir],
+                    # The ledger, until the mllm server runs outside the sandbox.
+                    writable=[workspace, run_dir, config_dir, _ledger_folder(plan)],
                     workdir=workspace,
                     home=config_dir,
                 )
@@ -304,6 +380,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
             session_clock = time.monotonic()
             exit_code, timed_out = _run_process(command, env, workspace, plan, redact)
             base["session_seconds"] = round(time.monotonic() - session_clock, 3)
+        stop = read_stop(run_dir)
         for written_by_others in ("claude_stderr.log", "model_requests.jsonl"):
             redact.rewrite(run_dir / written_by_others)
         answer_present = copy_answer(workspace, run_dir / "answer")
@@ -311,12 +388,14 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
         outcome = AgentOutcome(
             **base,
             **summary,
-            status=_status(exit_code, timed_out, summary),
+            status="budget_exhausted" if stop else _status(exit_code, timed_out, summary),
+            reason="budget" if stop else None,
+            spend=_charge_session(plan, gate, summary),
             exit_code=exit_code,
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=_error(plan, timed_out, summary),
+            error=stop.message if stop else _error(plan, timed_out, summary),
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
@@ -332,7 +411,75 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
             remove_workspace(workspace)
         remove_workspace(config_dir)
     (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    if outcome.reason == "budget":
+        note_stopped(plan.ledger, outcome.status)
     return outcome
+
+
+def _ledger_folder(plan: SessionPlan) -> Path:
+    folder = ledger_path(plan.ledger.experiment_dir).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _not_started_for_budget(
+    plan: SessionPlan, started: str, clock: float, message: str
+) -> AgentOutcome:
+    """The cap is reached before the session: no session, and every output the workflow
+    expects, empty, so the run still gets its row in the tables."""
+    run_dir = plan.run_dir
+    (run_dir / "answer").mkdir(exist_ok=True)
+    for name in ("transcript.jsonl", "mllm_trace.jsonl"):
+        (run_dir / name).write_text("", encoding="utf-8")
+    outcome = AgentOutcome(
+        status="not_started",
+        reason="budget",
+        offline=plan.offline,
+        model=plan.model,
+        started_at=started,
+        finished_at=_now(),
+        wall_seconds=round(time.monotonic() - clock, 3),
+        error=message,
+    )
+    (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    note_stopped(plan.ledger, outcome.status)
+    return outcome
+
+
+def _trace_cost(path: Path) -> float | None:
+    """The sum of the CallMLLM trace's call costs; None when a completed call has none."""
+    total = 0.0
+    if not path.exists():
+        return total
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "mllm_call_completed":
+            cost = event.get("cost_usd")
+            if not isinstance(cost, int | float):
+                return None
+            total += cost
+    return total
+
+
+def _charge_session(plan: SessionPlan, gate: SpendGate, summary: dict[str, Any]) -> Spend:
+    """Price the session's agent usage and charge it to the ledger as one entry (the agent's
+    requests did not pass a proxy that charged them one by one)."""
+    usage = summary.get("usage") or Usage()
+    tokens = TokenCounts.of(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+    )
+    agent = cost_usd(plan.agent_price, tokens) if plan.agent_price is not None else None
+    if agent is not None:
+        gate.charge("session", plan.model, summary.get("session_id") or plan.label, tokens, agent)
+    mllm = _trace_cost(plan.run_dir / "mllm_trace.jsonl")
+    total = None if agent is None or mllm is None else agent + mllm
+    return Spend(agent_usd=agent, mllm_usd=mllm, total_usd=total, agent_source="session")
 
 
 def _run_process(
@@ -359,10 +506,9 @@ def _run_process(
         pump.start()
         timed_out = False
         try:
-            process.wait(timeout=plan.wall_clock_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process)
+            timed_out = _wait(process, plan)
+            if process.returncode is None:  # out of time, or a spending cap was reached
+                _kill_group(process)
         except BaseException:
             # Interrupted (Ctrl-C, Snakemake stopping its jobs): the session runs in its own
             # process group, so it would outlive this job, and keep spending, unless ended here.
@@ -370,6 +516,23 @@ def _run_process(
             raise
         pump.join(timeout=_KILL_GRACE_SECONDS)
     return process.returncode, timed_out
+
+
+def _wait(process: subprocess.Popen[str], plan: SessionPlan) -> bool:
+    """Wait for the session to end; True when the wall clock ran out first. Returns early when
+    a spending cap refused one of the run's requests (``budget_stop.json`` appeared)."""
+    deadline = time.monotonic() + plan.wall_clock_seconds
+    stop_file = plan.run_dir / STOP_NAME
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        try:
+            process.wait(timeout=min(left, _STOP_POLL_SECONDS))
+            return False
+        except subprocess.TimeoutExpired:
+            if stop_file.exists():
+                return False
 
 
 def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:

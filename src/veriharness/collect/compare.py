@@ -87,6 +87,17 @@ def eligible_runs(
     if "status" in runs:
         detail = runs["reason"].fillna("") if "reason" in runs else ""
         reason = reason.mask(runs["status"] == "failed", "status failed: " + detail)
+        budget = runs["stopped_by"] == "budget" if "stopped_by" in runs else runs["status"] == ""
+        reason = reason.mask(
+            runs["status"] == "budget_exhausted", "ended by the spending cap (budget_exhausted)"
+        )
+        reason = reason.mask(
+            (runs["status"] == "not_started") & budget.fillna(False).astype(bool),
+            "not started: the spending cap was reached",
+        )
+    if "superseded" in runs:
+        superseded = runs["superseded"].fillna(False).astype(bool)
+        reason = reason.mask(superseded, "superseded (moved aside when its run was redone)")
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],

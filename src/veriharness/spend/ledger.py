@@ -26,6 +26,7 @@ request per concurrent requester (see docs/decisions.md and tests/test_spend_led
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from veriharness._util.superseded import move_to_superseded
 from veriharness.spend.prices import TokenCounts
 
 __all__ = [
@@ -52,9 +54,13 @@ __all__ = [
     "newest_entry",
     "tail_entries",
     "read_stop",
+    "note_stopped",
+    "stopped_runs",
+    "requeue_stopped",
 ]
 
 LEDGER_NAME = "spend/ledger.jsonl"
+STOPPED_NAME = "spend/stopped.jsonl"
 RUN_LEDGER_NAME = "spend.jsonl"
 STOP_NAME = "budget_stop.json"
 _CHUNK = 16384
@@ -331,3 +337,66 @@ class SpendGate:
             )
             _append(fd, size, run_entry.model_dump_json())
         return entry
+
+
+class StoppedRun(BaseModel):
+    """One line of ``spend/stopped.jsonl``: a run the cap kept from starting or ended early."""
+
+    time: str
+    run: str
+    status: str
+
+
+def note_stopped(settings: SpendSettings, status: str) -> None:
+    """List the run among those a cap stopped, so the next start of the workflow redoes it."""
+    path = Path(settings.experiment_dir) / STOPPED_NAME
+    line = StoppedRun(time=_now(), run=settings.run, status=status).model_dump_json()
+    with _locked(path) as fd:
+        _append(fd, os.fstat(fd).st_size, line)
+
+
+def stopped_runs(experiment_dir: Path) -> list[StoppedRun]:
+    path = Path(experiment_dir) / STOPPED_NAME
+    if not path.is_file():
+        return []
+    return _parse_stopped(path.read_bytes())
+
+
+def _parse_stopped(data: bytes) -> list[StoppedRun]:
+    runs = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            runs.append(StoppedRun.model_validate_json(line))
+        except ValidationError:
+            continue
+    return runs
+
+
+def requeue_stopped(experiment_dir: Path) -> list[str]:
+    """Make the workflow redo the runs a cap stopped: a run that never started loses its
+    outcome.json (nothing was spent); a session the cap ended is moved whole to superseded/
+    (it was paid for). Returns the runs requeued. Called when the workflow starts, so raising
+    the cap and running again continues with exactly these runs."""
+    experiment_dir = Path(experiment_dir)
+    path = experiment_dir / STOPPED_NAME
+    if not path.is_file():
+        return []
+    done = []
+    with _locked(path) as fd:
+        # Read through the locked descriptor: closing another one would drop the lock.
+        listed = _parse_stopped(os.pread(fd, os.fstat(fd).st_size, 0))
+        for run in dict.fromkeys(s.run for s in listed):
+            run_dir = experiment_dir / run
+            try:
+                outcome = json.loads((run_dir / "outcome.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # already redone, or moved
+            if not isinstance(outcome, dict) or outcome.get("reason") != "budget":
+                continue
+            if outcome.get("status") == "not_started":
+                (run_dir / "outcome.json").unlink()
+            else:
+                move_to_superseded(experiment_dir, run_dir)
+            done.append(run)
+        os.ftruncate(fd, 0)
+    return done
