@@ -26,6 +26,7 @@ import httpx
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
+from veriharness._util.superseded import SUPERSEDED, move_to_superseded
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
@@ -68,6 +69,9 @@ __all__ = [
     "DEFINITION_ERRORS",
     "load_definition",
     "missing_prices",
+    "PaidRunsWouldBeRedone",
+    "changed_inputs",
+    "paid_runs_to_redo",
     "shared_identity",
     "prompt_values",
     "condition_identity",
@@ -469,13 +473,99 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
 
 
+class PaidRunsWouldBeRedone(RuntimeError):
+    """Finished paid runs would be redone because their inputs changed, and that was not asked."""
+
+
+_SESSION_HAPPENED = frozenset({"ok", "failed", "timeout", "max_turns", "budget_exhausted"})
+_SHOWN_RUNS = 20
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The inputs that differ between two run identities, named for people."""
+    names = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if key == "prompts" and isinstance(before, dict) and isinstance(after, dict):
+            was = {m.get("id"): m for m in before.get("modules", [])}
+            now = {m.get("id"): m for m in after.get("modules", [])}
+            names += [f"prompt module {m}" for m in sorted(set(was) | set(now), key=str)
+                      if was.get(m) != now.get(m)]  # fmt: skip
+        elif key == "task" and isinstance(before, dict) and isinstance(after, dict):
+            was, now = before.get("files", {}), after.get("files", {})
+            changed = sorted(f for f in set(was) | set(now) if was.get(f) != now.get(f))
+            names.append("task files " + ", ".join(changed))
+        elif key in ("agent", "condition") and isinstance(before, dict) and isinstance(after, dict):
+            fields = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
+            names.append(f"{key} " + ", ".join(fields))
+        else:
+            names.append(key.replace("_", " "))
+    return names
+
+
+def paid_runs_to_redo(
+    defn: Definition, record: ExperimentRecord, experiment_dir: Path
+) -> list[tuple[Path, list[str]]]:
+    """Finished runs that were not offline and whose identity differs from their new cell:
+    the workflow would redo them. Each with the inputs that changed."""
+    shared = record.shared
+    found = []
+    for condition, tasks in record.cells.items():
+        for task in record.selected_task_ids:
+            for replicate in range(1, defn.config.replicates + 1):
+                run_dir = experiment_dir / condition / task / f"r{replicate}"
+                outcome = _read_json(run_dir / "outcome.json")
+                if outcome is None or outcome.get("status") not in _SESSION_HAPPENED:
+                    continue
+                old = _read_json(run_dir / "run.json")
+                if old is None or old.get("offline") is not False:
+                    continue  # offline runs are redone freely
+                if old.get("identity_hash") == tasks.get(task):
+                    continue
+                identity, _ = cell_identity(defn, condition, task, shared)
+                found.append((run_dir, changed_inputs(old.get("identity", {}), identity)))
+    return found
+
+
+def _guard_paid_runs(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> None:
+    redo = paid_runs_to_redo(defn, record, experiment_dir)
+    if not redo:
+        return
+    if not defn.config.supersede_paid_runs:
+        shown = [
+            f"{run.relative_to(experiment_dir)} ({'; '.join(changes) or 'identity'} changed)"
+            for run, changes in redo[:_SHOWN_RUNS]
+        ]
+        more = f", and {len(redo) - _SHOWN_RUNS} more" if len(redo) > _SHOWN_RUNS else ""
+        raise PaidRunsWouldBeRedone(
+            f"refusing to start: {len(redo)} finished run(s) that were not offline would be "
+            f"redone because their inputs changed: {', '.join(shown)}{more}. Restore the inputs, "
+            "run under a new experiment name, or set supersede_paid_runs: true to redo them "
+            f"(their folders are moved to {experiment_dir / SUPERSEDED}/<identity_hash>/ first)"
+        )
+    for run, changes in redo:
+        moved = move_to_superseded(experiment_dir, run)
+        print(f"superseded {run.relative_to(experiment_dir)} ({'; '.join(changes)}) -> {moved}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config, root = load_from_args(args)
         defn = load_definition(config, root, args.config)
         model_check = check_models(defn) if config.check_models else {"checked": False}
         record = build_experiment_record(defn, model_check)
-    except DEFINITION_ERRORS as error:
+        _guard_paid_runs(defn, record, args.out.parent)
+    except (*DEFINITION_ERRORS, PaidRunsWouldBeRedone) as error:
         print(f"check-experiment: {error}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
