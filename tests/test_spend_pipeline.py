@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from support.cli import veriharness
 from support.project_copy import copy_project, git
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.slow
 def _config(max_usd: float) -> str:
     prices = {"models": {"veriharness-offline-agent-1": PRICE}}
     config = {"experiment": "capped", "tasks": TASKS, "prices": prices}
-    return json.dumps(config | {"execution": {"max_usd": max_usd}})
+    return yaml.safe_dump(config | {"execution": {"max_usd": max_usd}})
 
 
 def _snakemake(project: Path) -> subprocess.CompletedProcess[str]:
@@ -68,7 +69,7 @@ def test_a_cap_stops_the_matrix_and_a_raised_cap_finishes_only_the_stopped_runs(
 
     done = experiment / finished["condition"].iloc[0] / finished["task"].iloc[0] / "r1"
     stamp = (done / "outcome.json").stat().st_mtime_ns
-    (project / "config" / "capped.yaml").write_text(_config(1000.0))
+    (project / "config" / "capped.yaml").write_text(_config(1e9))
     git(project, "commit", "-qam", "raise the cap")
     second = _snakemake(project)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-6000:]

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
 from veriharness._util.superseded import SUPERSEDED, move_to_superseded
@@ -50,6 +51,7 @@ from veriharness.experiment.provenance import (
     collect_provenance,
     git_state,
     require_committed,
+    require_committed_harness,
 )
 from veriharness.experiment.record import (
     TOOL_SCHEMA_VERSION,
@@ -225,6 +227,11 @@ def load_definition(
     if outside:
         state = state.model_copy(update={"dirty_files": (*state.dirty_files, *outside)})
     uncommitted = require_committed(state, config.allow_uncommitted)
+    # Any real model costs money: a real agent with the offline catalog is paid for too.
+    paid = config.agent.endpoint != "offline" or not all(
+        p.provider.offline for p in catalog.profiles
+    )
+    require_committed_harness(harness_version(), not paid, config.allow_uncommitted)
     return Definition(
         root,
         config,
@@ -489,6 +496,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _paid(record: dict[str, Any]) -> bool:
+    """A run that used a real model: not offline, or its agent was not the offline model."""
+    agent = record.get("identity", {}).get("agent", {})
+    return record.get("offline") is False or agent.get("endpoint", "offline") != "offline"
+
+
 def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The inputs that differ between two run identities, named for people."""
     names = []
@@ -528,7 +541,7 @@ def paid_runs_to_redo(
                 if outcome is None or outcome.get("status") not in _SESSION_HAPPENED:
                     continue
                 old = _read_json(run_dir / "run.json")
-                if old is None or old.get("offline") is not False:
+                if old is None or not _paid(old):
                     continue  # offline runs are redone freely
                 if old.get("identity_hash") == tasks.get(task):
                     continue

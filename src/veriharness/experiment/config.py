@@ -255,9 +255,13 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     """Load a YAML or JSON config file (or an experiment.json), then apply deep overrides."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+        # JSON through the JSON parser: YAML 1.1 reads JSON's 1e-09 as a string.
+        data = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid JSON: {error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"config file {path} is not valid YAML/JSON: {error}") from None
     if not isinstance(data, dict):

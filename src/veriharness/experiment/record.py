@@ -47,6 +47,8 @@ FORMAT_VERSION = 1
 # model_profile). A change to what the tool accepts is a new version here.
 TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
 
+# metrics.json too: its `versions` say which scorer and OCR made the scores.
+_DIFFABLE = ("run_record", "experiment_record", "metrics")
 _HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
 
 
@@ -145,7 +147,7 @@ def diff_records(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, A
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     diff = sub.add_parser("diff", help="print the fields that differ between two records")
-    diff.add_argument("a", type=Path, help="a run.json or experiment.json")
+    diff.add_argument("a", type=Path, help="a run.json, experiment.json or metrics.json")
     diff.add_argument("b", type=Path, help="another record of the same kind")
 
 
@@ -156,9 +158,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise SystemExit(f"record diff: no file {path}") from None
     except json.JSONDecodeError as error:
         raise SystemExit(f"record diff: {path} is not JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("kind") not in ("run_record", "experiment_record"):
+    if not isinstance(data, dict) or data.get("kind") not in _DIFFABLE:
         raise SystemExit(
-            f"record diff: {path} is not a run or experiment record (kind "
+            f"record diff: {path} is not a run or experiment record or metrics.json (kind "
             f"{data.get('kind') if isinstance(data, dict) else None!r})"
         )
     return data
