@@ -46,6 +46,8 @@ __all__ = [
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
+    "run_caveats",
+    "caveat_lines",
     "add_arguments",
     "run",
 ]
@@ -178,6 +180,8 @@ def compare_conditions(
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
+    compared = runs[runs["condition"].isin([baseline, treatment])]
+    caveats = run_caveats(compared)
     runs, left_out = eligible_runs(runs, cells)
     left_out = left_out[left_out["condition"].isin([baseline, treatment])]
     paired = _pair(runs, baseline, treatment)
@@ -222,8 +226,46 @@ def compare_conditions(
         only_baseline=int((paired["_merge"] == "left_only").sum()),
         only_treatment=int((paired["_merge"] == "right_only").sum()),
         left_out=left_out.to_dict("records"),
+        **caveats,
     )
     return out
+
+
+def _flag_count(runs: pd.DataFrame, column: str) -> int:
+    if column not in runs:
+        return 0
+    return int(runs[column].fillna(False).astype(bool).sum())
+
+
+def run_caveats(runs: pd.DataFrame) -> dict[str, int]:
+    """How many runs are stand-ins (offline) or ran with uncommitted inputs or harness code."""
+    uncommitted = runs.get("uncommitted", pd.Series(False, index=runs.index))
+    dirty = runs.get("harness_dirty", pd.Series(False, index=runs.index))
+    either = uncommitted.fillna(False).astype(bool) | dirty.fillna(False).astype(bool)
+    return {
+        "runs_total": int(len(runs)),
+        "runs_offline": _flag_count(runs, "offline"),
+        "runs_uncommitted": int(either.sum()),
+    }
+
+
+def caveat_lines(counts: dict[str, int]) -> list[str]:
+    """The warnings a reader must not miss, one line each (empty when none applies)."""
+    lines = []
+    total = counts.get("runs_total", 0)
+    if counts.get("runs_offline"):
+        lines.append(
+            f"OFFLINE: {counts['runs_offline']} of {total} runs ran against the embedded offline "
+            "model, a scripted stand-in. Their numbers test the pipeline; they are not a result "
+            "of any model."
+        )
+    if counts.get("runs_uncommitted"):
+        lines.append(
+            f"UNCOMMITTED: {counts['runs_uncommitted']} of {total} runs ran with uncommitted "
+            "inputs or VeriHarness code (allow_uncommitted); their git commit does not hold "
+            "what they ran (see git_dirty_files in their run.json)."
+        )
+    return lines
 
 
 def _fmt(value: object) -> str:
@@ -236,9 +278,9 @@ def _fmt(value: object) -> str:
 
 def comparison_markdown(table: pd.DataFrame) -> str:
     a = table.attrs
-    lines = [
-        f"# {a['treatment']} vs {a['baseline']}",
-        "",
+    lines = [f"# {a['treatment']} vs {a['baseline']}", ""]
+    lines += [f"> **{line}**\n" for line in caveat_lines(a)]
+    lines += [
         f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task and "
         f"replicate: {a['paired']} pairs; {a['only_baseline']} baseline and "
         f"{a['only_treatment']} treatment runs have no partner. 95% percentile bootstrap "

@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -372,9 +373,24 @@ def _parse_stopped(data: bytes) -> list[StoppedRun]:
     return runs
 
 
+# What the agent, render and score stages wrote for a run. All must go for Snakemake to redo the
+# run: it does not rebuild a missing file upstream of outputs that are present.
+_STAGE_OUTPUTS = ("outcome.json", "transcript.jsonl", "mllm_trace.jsonl", "audit.json",
+                  "metrics.json", "answer", "render")  # fmt: skip
+
+
+def _clear_unpaid_outputs(run_dir: Path) -> None:
+    for name in _STAGE_OUTPUTS:
+        path = run_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def requeue_stopped(experiment_dir: Path) -> list[str]:
-    """Make the workflow redo the runs a cap stopped: a run that never started loses its
-    outcome.json (nothing was spent); a session the cap ended is moved whole to superseded/
+    """Make the workflow redo the runs a cap stopped: a run that never started loses what the
+    later stages wrote (nothing was spent, nothing is lost); a session the cap ended is moved whole to superseded/
     (it was paid for). Returns the runs requeued. Called when the workflow starts, so raising
     the cap and running again continues with exactly these runs."""
     experiment_dir = Path(experiment_dir)
@@ -394,7 +410,7 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
             if not isinstance(outcome, dict) or outcome.get("reason") != "budget":
                 continue
             if outcome.get("status") == "not_started":
-                (run_dir / "outcome.json").unlink()
+                _clear_unpaid_outputs(run_dir)
             else:
                 move_to_superseded(experiment_dir, run_dir)
             done.append(run)
