@@ -390,9 +390,9 @@ def _clear_unpaid_outputs(run_dir: Path) -> None:
 
 def requeue_stopped(experiment_dir: Path) -> list[str]:
     """Make the workflow redo the runs a cap stopped: a run that never started loses what the
-    later stages wrote (nothing was spent, nothing is lost); a session the cap ended is moved whole to superseded/
-    (it was paid for). Returns the runs requeued. Called when the workflow starts, so raising
-    the cap and running again continues with exactly these runs."""
+    later stages wrote (nothing was spent, nothing is lost); a session the cap ended is moved
+    whole to superseded/ (it was paid for). Returns the runs requeued. Called when the workflow
+    starts, so raising the cap and running again continues with exactly these runs."""
     experiment_dir = Path(experiment_dir)
     path = experiment_dir / STOPPED_NAME
     if not path.is_file():
