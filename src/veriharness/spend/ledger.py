@@ -415,4 +415,10 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
                 move_to_superseded(experiment_dir, run_dir)
             done.append(run)
         os.ftruncate(fd, 0)
+    # Snakemake regenerates a missing file only for a target that is out of date: the summaries
+    # over these runs go too (they are rebuilt from the run folders), so the runs are redone.
+    for run in done:
+        condition, task = run.split("/")[:2]
+        for summary in (f"{condition}/summary.csv", f"by-task/{task}.csv"):
+            (experiment_dir / summary).unlink(missing_ok=True)
     return done
