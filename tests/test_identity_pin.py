@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:86cc9bf9a07d91060ba95d577e1e30d1824a97f5a85fe554843dcdde0089c29a",  # noqa: E501
-        "dashboard-chart": "sha256:818f40ae1737728116e4e3e2ba28954314490331d41cc7d4aabcf81fb1c8c252",  # noqa: E501
-        "landing-page": "sha256:49c7390db604717506b1cc37e5a51fe131beb480f81a2412ccb83a9bdbd45097",  # noqa: E501
-        "pricing-table": "sha256:2ae8af7dab430f1886b5406b677a32fb706b70aa8b697028dc154ae0152fb235",  # noqa: E501
-        "settings-page": "sha256:30a6072aa2f7f0827b6356ce1cdb5bc174f9b22de4090a2fc9fcd1209a03bf66",  # noqa: E501
-        "signup-form": "sha256:f4ab7f06fdb870ab45a8c000b306e61a790647a0ef5fb2562ab4d8754a33df2a",  # noqa: E501
+        "article": "sha256:2b1d8d930ca61b0cfa78f2107bb0d8d78536f97228930b3921fd63e8794829bd",  # noqa: E501
+        "dashboard-chart": "sha256:17200b3ce342407955965b73c3c255575ca1239bc403a7a77b226aca70c782e0",  # noqa: E501
+        "landing-page": "sha256:dfab3d607c9be9784cc5c972f1a8d947504b8ebbdaf185ba7432903fb13136a9",  # noqa: E501
+        "pricing-table": "sha256:c5abba66ce8d1ba7692a517259a8f9ad8b8beb3813dc0dd9331611e1a1d0f4b1",  # noqa: E501
+        "settings-page": "sha256:a0bd3d004c99b4d7c548260c52046d7b343026aac1ddfcab8650fdc18d550294",  # noqa: E501
+        "signup-form": "sha256:ab49b32253f849082821aaac08505fe193dd711a265b5e252495df0a0d6be40c",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:9be611828195299ad6bfed2bf79161f24ff9ffd252d82f8b33bd3d7d74d9b038",  # noqa: E501
-        "dashboard-chart": "sha256:56f5b8248c3ef50f54f8abea75365cb0e8a060c5036a7b07f447b674799c3652",  # noqa: E501
-        "landing-page": "sha256:946c8ae623cf4e5f98025ecbeaf5ad12dc9543c5ffd1e5d3161c646fa67dfd69",  # noqa: E501
-        "pricing-table": "sha256:95c20101a3974b85c7d86323a3e6a5fcadeccea9c0fd2b30ccf6f47cb5a2bd11",  # noqa: E501
-        "settings-page": "sha256:143aff5cd35eed6a2a005e484e0b437135cd1b58ae0e98466d17a4764f11d1e5",  # noqa: E501
-        "signup-form": "sha256:329aa023b546b3a0da14515db385e6adfdde743f1428ee5e413a12003d6a5b42",  # noqa: E501
+        "article": "sha256:4c9e94bebad075497b81c5fabbe63c403205f8e8824c59ad659cdbbd4f3a4406",  # noqa: E501
+        "dashboard-chart": "sha256:2ee406b64a8211f0bd5ad11d8c6c624db7624b5b6baaee8d6222c27c585bb56d",  # noqa: E501
+        "landing-page": "sha256:c39680032105ed0947ce275596ca245a4fb8a9c42a5d74bf82e1a849a6b6c49c",  # noqa: E501
+        "pricing-table": "sha256:ed0f4ab79dcaf2bca78ce5eca589cd0e3083d6e027d5099d6dc46ba3e996f79c",  # noqa: E501
+        "settings-page": "sha256:94a8e351356442c052e149946397095715e00000e13c276dc77a82c1a5a60ae7",  # noqa: E501
+        "signup-form": "sha256:d56fb61c12429a8f2829a4c4e8f156800a3abdf609222857df31d391c6e0c3bc",  # noqa: E501
     },
 }
 

@@ -31,8 +31,9 @@ MARKER_COMMIT = f"COMMIT-MARKER-{uuid.uuid4().hex}"
 RUN_FILES = [
     "run.json",
     "system_prompt.md",
-    "mcp_config.json",
     "transcript.jsonl",
+    "agent_requests.jsonl",
+    "mllm_server.log",
     "mllm_trace.jsonl",
     "outcome.json",
     "model_requests.jsonl",
@@ -106,7 +107,11 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
             # Only the configured tools exist in the session: no WebSearch, WebFetch, Task, ...
             assert outcome["session_tools"] == sorted(ALLOWED_TOOLS), outcome["session_tools"]
             assert Path(outcome["command"][0]).name == "bwrap"  # sandboxed by default
-            assert outcome["offline"] is True
+            assert outcome["sandboxed"] is True and outcome["offline"] is True
+            # The session's model and its mllm server are outside, on loopback: the proxy
+            # recorded every request, and the session was told only the proxy's address.
+            assert outcome["environment"]["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
+            assert not (run / "mcp_config.json").exists()
             record = json.loads((run / "run.json").read_text())
             assert (record["condition"], record["task"]) == (condition, task)
 
@@ -158,6 +163,12 @@ def test_tables_comparison_and_report(finished: Path) -> None:
     assert (finished / "report" / "index.html").is_file()
     for condition in CONDITIONS:
         assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
+    requests = pd.read_parquet(finished / "tables" / "agent_requests.parquet")
+    messages = requests[requests["path"] == "/v1/messages"]
+    assert len(messages) >= 8 and (messages["http_status"] == 200).all()
+    assert messages["output_tokens"].notna().all() and runs["sandboxed"].all()
+    per_run = requests.groupby(["condition", "task"]).size()
+    assert (runs.set_index(["condition", "task"])["agent_requests"] == per_run).all()
 
 
 def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:

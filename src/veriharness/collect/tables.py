@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from veriharness.collect.columns import (
+    AGENT_REQUESTS,
     AGENT_TOOL_CALLS,
     CAPABILITY_COMBINATIONS,
     CAPABILITY_TAGS,
@@ -39,6 +40,7 @@ __all__ = [
     "runs_df",
     "agent_tool_calls_df",
     "mllm_calls_df",
+    "agent_requests_df",
     "capability_tags_df",
     "capability_combinations_df",
     "collect_tables",
@@ -55,6 +57,7 @@ class Tables(NamedTuple):
     capability_tags: pd.DataFrame
     capability_combinations: pd.DataFrame
     missing: list[RunKey]
+    agent_requests: pd.DataFrame
 
 
 # --- building the tables -------------------------------------------------------------------------
@@ -102,6 +105,10 @@ def mllm_calls_df(extraction: Extraction) -> pd.DataFrame:
     return _frame([c for ex in extraction.extracts for c in ex.mllm_calls], MLLM_CALLS)
 
 
+def agent_requests_df(extraction: Extraction) -> pd.DataFrame:
+    return _frame([r for ex in extraction.extracts for r in ex.agent_requests], AGENT_REQUESTS)
+
+
 def capability_tags_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
     names = [c.name for c in CAPABILITY_TAGS]
     long = mllm_calls.explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "tag"})
@@ -134,6 +141,7 @@ def collect_tables(extraction: Extraction) -> Tables:
         capability_tags_df(calls),
         capability_combinations_df(calls),
         extraction.missing,
+        agent_requests_df(extraction),
     )
 
 
@@ -215,6 +223,7 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
         "runs",
         "agent_tool_calls",
         "mllm_calls",
+        "agent_requests",
         "capability_tags",
         "capability_combinations",
     ):

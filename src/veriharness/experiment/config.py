@@ -106,8 +106,13 @@ class AgentSettings(_Strict):
         """The settings that define a run: all but the key's variable name, which only says
         where the key is read from, plus how `allowed_tools` is applied. Sessions once had
         Claude Code's whole default tool set whatever `allowed_tools` said; since `--tools`
-        makes the list exclusive, `tool_set` keeps such runs from passing for today's."""
-        return self.model_dump(mode="json", exclude={"api_key_env"}) | {"tool_set": "exclusive"}
+        makes the list exclusive, `tool_set` keeps such runs from passing for today's. Likewise
+        `session_boundary`: since the `mllm` server and the model proxy run outside the sandbox
+        (docs/decisions.md, P-16), a session sees less than before, so earlier runs are redone."""
+        return self.model_dump(mode="json", exclude={"api_key_env"}) | {
+            "tool_set": "exclusive",
+            "session_boundary": "proxy-and-mllm-outside",
+        }
 
     @field_validator("model")
     @classmethod
