@@ -59,7 +59,8 @@ def test_a_cap_stops_the_matrix_and_a_raised_cap_finishes_only_the_stopped_runs(
     assert counts.get("ok", 0) >= 1 and counts.get("not_started", 0) >= 1
     stopped = runs[runs["status"] != "ok"]
     assert set(stopped["stopped_by"]) == {"budget"}
-    ledger = [json.loads(x) for x in (experiment / "spend" / "ledger.jsonl").read_text().split()]
+    ledger_text = (experiment / "spend" / "ledger.jsonl").read_text()
+    ledger = [json.loads(x) for x in ledger_text.splitlines()]
     assert ledger[-1]["total_usd"] >= 150.0
     # The overshoot: the request in flight when the cap was crossed (one session at a time).
     largest = max(x["cost_usd"] for x in ledger)

@@ -116,6 +116,7 @@ class SessionPlan(BaseModel):
     label: str
     spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
     agent_price: TokenPrice | None = None
+    model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
     profile_prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
 
     @property
@@ -232,6 +233,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         label="-".join(run_dir.parts[-3:]),
         spend=spend,
         agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
+        model_prices=dict(config.prices.models),
         profile_prices={
             p.name: config.prices.profile(p.name, p.provider.offline) for p in profiles
         },
@@ -565,7 +567,9 @@ class AgentCharges:
             request.cache_read_input_tokens,
             request.cache_creation_input_tokens,
         )
-        price = self.plan.agent_price
+        # A request names its model; Claude Code may use another than the agent's for a side
+        # task. Priced by that name when listed, else at the agent model's price.
+        price = self.plan.model_prices.get(request.model or "") or self.plan.agent_price
         if price is None or tokens == TokenCounts():
             return  # unpriced, or nothing was used (refused, failed before an answer)
         cost = cost_usd(price, tokens)
