@@ -97,3 +97,33 @@ def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
     ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
     ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]
     assert sum(x["cost_usd"] for x in ledger if x["source"] == "agent") == pytest.approx(ours)
+
+
+def test_the_proxy_refuses_the_request_after_the_cap_and_the_session_ends(
+    tmp_path: Path,
+) -> None:
+    from veriharness.spend.ledger import SpendSettings
+
+    run_dir = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
+    capped = SpendSettings(
+        experiment_dir=tmp_path / "results" / "exp",
+        run_dir=run_dir,
+        condition="cond",
+        task="task",
+        replicate=1,
+        max_usd=1e-6,  # the first request is admitted and crosses it
+    )
+    plan = _plan(tmp_path, TASK, agent_price=SONNET, spend=capped, isolation="none")
+    outcome = run_session(plan)
+    assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
+    assert "spending cap reached" in (outcome.error or "")
+    records = read_requests(run_dir / REQUESTS_FILE)
+    # One request answered; every later one refused (a 400 naming the cap, or, when run-agent
+    # ended the session while the refusal was being written, a broken connection).
+    assert records[0].status == 200 and records[0].input_tokens
+    assert len(records) >= 2 and all(r.status in (400, None) for r in records[1:])
+    assert any("spending cap reached" in (r.error or "") for r in records[1:])
+    ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
+    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]
+    assert [x["source"] for x in ledger] == ["agent"]
+    assert outcome.spend.agent_usd == pytest.approx(ledger[0]["cost_usd"])
