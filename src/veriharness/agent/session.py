@@ -649,7 +649,7 @@ def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:
         sink.flush()
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill_group(process: subprocess.Popen[Any]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

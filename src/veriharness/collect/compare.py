@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from veriharness._util.caveats import caveat_lines, run_caveats
+
 __all__ = [
     "DEFAULT_RESAMPLES",
     "HIGHER_IS_BETTER",
@@ -46,8 +48,7 @@ __all__ = [
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
-    "run_caveats",
-    "caveat_lines",
+    "comparison_summary",
     "add_arguments",
     "run",
 ]
@@ -231,43 +232,6 @@ def compare_conditions(
     return out
 
 
-def _flag_count(runs: pd.DataFrame, column: str) -> int:
-    if column not in runs:
-        return 0
-    return int(runs[column].fillna(False).astype(bool).sum())
-
-
-def run_caveats(runs: pd.DataFrame) -> dict[str, int]:
-    """How many runs are stand-ins (offline) or ran with uncommitted inputs or harness code."""
-    uncommitted = runs.get("uncommitted", pd.Series(False, index=runs.index))
-    dirty = runs.get("harness_dirty", pd.Series(False, index=runs.index))
-    either = uncommitted.fillna(False).astype(bool) | dirty.fillna(False).astype(bool)
-    return {
-        "runs_total": int(len(runs)),
-        "runs_offline": _flag_count(runs, "offline"),
-        "runs_uncommitted": int(either.sum()),
-    }
-
-
-def caveat_lines(counts: dict[str, int]) -> list[str]:
-    """The warnings a reader must not miss, one line each (empty when none applies)."""
-    lines = []
-    total = counts.get("runs_total", 0)
-    if counts.get("runs_offline"):
-        lines.append(
-            f"OFFLINE: {counts['runs_offline']} of {total} runs ran against the embedded offline "
-            "model, a scripted stand-in. Their numbers test the pipeline; they are not a result "
-            "of any model."
-        )
-    if counts.get("runs_uncommitted"):
-        lines.append(
-            f"UNCOMMITTED: {counts['runs_uncommitted']} of {total} runs ran with uncommitted "
-            "inputs or VeriHarness code (allow_uncommitted); their git commit does not hold "
-            "what they ran (see git_dirty_files in their run.json)."
-        )
-    return lines
-
-
 def _fmt(value: object) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return "–"
@@ -313,6 +277,13 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     else:
         lines.append("None: every run of both conditions belongs to this experiment.")
     return "\n".join(lines) + "\n"
+
+
+def comparison_summary(table: pd.DataFrame) -> str:
+    """comparison.json: the counts and the runs left out, for the report's first screen."""
+    attrs = dict(table.attrs)
+    attrs["caveats"] = caveat_lines(attrs)
+    return json.dumps(attrs, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
 
 def _write(path: Path, text: str) -> None:
@@ -367,6 +338,7 @@ def run(args: argparse.Namespace) -> int:
     table.to_csv(tmp, index=False)
     os.replace(tmp, csv)
     _write(args.experiment_dir / "comparison.md", comparison_markdown(table))
+    _write(args.experiment_dir / "comparison.json", comparison_summary(table))
     print(
         f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
         f"{len(table.attrs['left_out'])} runs left out -> {csv}"

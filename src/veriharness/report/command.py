@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from veriharness.collect.compare import caveat_lines, eligible_runs, run_caveats
+from veriharness._util.caveats import caveat_lines, run_caveats
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_cost_vs_fidelity,
@@ -65,6 +65,15 @@ def _number(value: object) -> str:
 def _record(exp_dir: Path) -> dict[str, Any]:
     try:
         value = json.loads((exp_dir / "experiment.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _comparison_summary(exp_dir: Path) -> dict[str, Any]:
+    """comparison.json as `compare` wrote it; empty without a comparison."""
+    try:
+        value = json.loads((exp_dir / "comparison.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -136,13 +145,17 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         ],
         ["spend (Claude Code's own)", _money(spend("claude_cost_usd"))],
     ]
-    _, left_out = eligible_runs(current, record.get("cells"))
-    left = [[x.condition, x.task, str(x.replicate), x.reason] for x in left_out.itertuples()]
-    left_html = (
-        _table(left, ["condition", "task", "rep", "reason"])
-        if left
-        else "<p>None: every run counts.</p>"
-    )
+    summary = _comparison_summary(exp_dir)
+    left = [
+        [str(x.get("condition")), str(x.get("task")), str(x.get("replicate")), str(x.get("reason"))]
+        for x in summary.get("left_out", [])
+    ]
+    if not summary:
+        left_html = "<p>No comparison, so none.</p>"
+    elif left:
+        left_html = _table(left, ["condition", "task", "rep", "reason"])
+    else:
+        left_html = "<p>None: every run of both conditions counts.</p>"
     return (
         f"{warnings}<h2>Comparison</h2>{_comparison_html(exp_dir)}"
         f"<h2>Experiment</h2>{_table(facts, ['', ''])}"

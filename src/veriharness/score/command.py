@@ -60,14 +60,6 @@ METRIC_NAMES = (
 )
 
 
-class MetricsRecord(BaseModel):
-    kind: Literal["metrics"] = "metrics"
-    status: Literal["ok", "no_render"]
-    metrics: dict[str, float | None]
-    details: dict[str, Any]
-    versions: dict[str, str | None] = Field(default_factory=lambda: scorer_versions())
-
-
 @cache
 def scorer_versions() -> dict[str, str | None]:
     """What scored: the VeriHarness version and source digest, the OCR pipeline's version and
@@ -82,6 +74,14 @@ def scorer_versions() -> dict[str, str | None]:
         "ocr": OCR_VERSION,
         "tesseract": tesseract,
     }
+
+
+class MetricsRecord(BaseModel):
+    kind: Literal["metrics"] = "metrics"
+    status: Literal["ok", "no_render"]
+    metrics: dict[str, float | None]
+    details: dict[str, Any]
+    versions: dict[str, str | None] = Field(default_factory=scorer_versions)
 
 
 class ScoreJob(BaseModel):

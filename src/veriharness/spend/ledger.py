@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -181,7 +181,10 @@ def _tail_lines(fd: int, size: int, want: int = 1) -> list[bytes]:
             return lines[-want:]
 
 
-def _newest_valid(fd: int, size: int, model: type[BaseModel]) -> BaseModel | None:
+_Line = TypeVar("_Line", bound=BaseModel)
+
+
+def _newest_valid(fd: int, size: int, model: type[_Line]) -> _Line | None:
     want = 4
     while True:
         lines = _tail_lines(fd, size, want)
@@ -205,7 +208,7 @@ def newest_entry(path: Path) -> LedgerEntry | None:
         entry = _newest_valid(fd, os.fstat(fd).st_size, LedgerEntry)
     finally:
         os.close(fd)
-    return entry if isinstance(entry, LedgerEntry) else None
+    return entry
 
 
 def tail_entries(path: Path, count: int) -> list[LedgerEntry]:
@@ -255,11 +258,11 @@ class SpendGate:
         if self.settings.max_usd is not None:
             with _locked(self.ledger) as fd:
                 entry = _newest_valid(fd, os.fstat(fd).st_size, LedgerEntry)
-            experiment = entry.total_usd if isinstance(entry, LedgerEntry) else 0.0
+            experiment = entry.total_usd if entry is not None else 0.0
         if self.settings.max_usd_per_run is not None:
             with _locked(self.run_ledger) as fd:
                 newest = _newest_valid(fd, os.fstat(fd).st_size, RunEntry)
-            run = newest.total_usd if isinstance(newest, RunEntry) else 0.0
+            run = newest.total_usd if newest is not None else 0.0
         return experiment, run
 
     def admit(self) -> None:
@@ -320,7 +323,7 @@ class SpendGate:
                 request_id=request_id,
                 tokens=tokens,
                 cost_usd=cost,
-                total_usd=(last.total_usd if isinstance(last, LedgerEntry) else 0.0) + cost,
+                total_usd=(last.total_usd if last is not None else 0.0) + cost,
                 by_condition=totals,
             )
             _append(fd, size, entry.model_dump_json())
@@ -334,7 +337,7 @@ class SpendGate:
                 request_id=request_id,
                 tokens=tokens,
                 cost_usd=cost,
-                total_usd=(newest.total_usd if isinstance(newest, RunEntry) else 0.0) + cost,
+                total_usd=(newest.total_usd if newest is not None else 0.0) + cost,
             )
             _append(fd, size, run_entry.model_dump_json())
         return entry
