@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,10 @@ class _Stream(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     events = 40
     gap = 0.002
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as providers do
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass

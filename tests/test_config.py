@@ -19,7 +19,6 @@ from PIL import Image
 from snakemake.utils import validate
 
 from veriharness.experiment.config import (
-    SCHEMA_PATH,
     ConfigError,
     ExperimentConfig,
     config_from_mapping,
@@ -28,6 +27,7 @@ from veriharness.experiment.config import (
     load_task,
     resolve_task_ids,
 )
+from veriharness.experiment.config_schema import schema_yaml
 from veriharness.render.dom import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +94,15 @@ def make_project(tmp: Path, *, commit: bool = True, config: dict[str, Any] | Non
         git(root, "add", ".")
         git(root, "commit", "-q", "-m", "fixture")
     return root
+
+
+SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def test_the_committed_schema_is_the_one_the_models_generate() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_yaml(), (
+        "regenerate: python -m veriharness.experiment.config_schema --write"
+    )
 
 
 def test_model_defaults_equal_config_yaml_and_schema_defaults() -> None:

@@ -1,11 +1,15 @@
-"""The model proxy through its boundary: a real HTTP client (httpx) on one side, a real HTTP
-server standing in for the provider on the other. Each fault is sent once straight to the stub
-and once through the proxy, and the agent's side must see the same thing both ways."""
+"""The model proxy through its boundary: a real HTTP client (httpx, and the real `claude` CLI) on
+one side, a real HTTP server standing in for the provider on the other. Each fault is sent once
+straight to the stub and once through the proxy, and the agent's side must see the same thing
+both ways."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -63,15 +67,15 @@ class _StubHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.received.append((self.path, dict(self.headers.items()), body))
-        if self.path.endswith("/status500"):
+        if "/status500" in self.path:
             self._json(500, {"type": "error", "error": {"type": "api_error", "message": "boom"}})
-        elif self.path.endswith("/status529"):
+        elif "/status529" in self.path:
             self._json(529, OVERLOADED)
-        elif self.path.endswith("/json"):
+        elif "/json" in self.path:
             self._json(200, {"id": "m", "stop_reason": "max_tokens",
                              "usage": {"input_tokens": 3, "output_tokens": 4}})  # fmt: skip
         else:
-            self._stream(cut=self.path.endswith("/cut"), wait=self.path.endswith("/wait"))
+            self._stream(cut="/cut" in self.path, wait="/wait" in self.path)
 
     def _json(self, status: int, value: Any) -> None:
         payload = json.dumps(value).encode()
@@ -291,3 +295,74 @@ def test_the_event_reader_takes_events_split_anywhere() -> None:
         record: dict[str, Any] = {}
         reader.apply(record)
         assert record["output_tokens"] == 42 and record["stop_reason"] == "end_turn"
+
+
+def _claude_result(base: str, key: str, home: Path) -> dict[str, Any]:
+    """The result event of a one-turn `claude -p` against `base`, retries off."""
+    from veriharness._util.programs import find_claude
+
+    home.mkdir()
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home),
+        "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key, "CLAUDE_CODE_MAX_RETRIES": "0",
+        "IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }  # fmt: skip
+    done = subprocess.run(
+        [str(find_claude()), "-p", "hi", "--output-format", "stream-json", "--verbose",
+         "--model", BODY["model"], "--tools", ""],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        check=False,
+    )  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    (result,) = [e for e in events if e.get("type") == "result"]
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fault", "recorded"),
+    [
+        ("/status529", "overloaded_error: Overloaded"),
+        ("/status500", "api_error: boom"),
+        ("/cut", "upstream stream cut after"),
+        ("", None),
+    ],
+)
+def test_claude_code_gets_the_same_error_through_the_proxy_as_from_the_provider(
+    stub: Stub, tmp_path: Path, fault: str, recorded: str | None
+) -> None:
+    """The real CLI, retries off, once straight at the stub and once through the proxy; the
+    last case (no fault) is the control: an ordinary answer both ways."""
+    upstream = stub.base + fault
+    direct = _claude_result(upstream, "direct-key", tmp_path / "direct")
+    with running_proxy(Upstream(upstream, REAL_KEY), TOKEN, tmp_path / "r.jsonl") as url:
+        proxied = _claude_result(url, TOKEN, tmp_path / "proxied")
+    fields = ("subtype", "is_error", "api_error_status")
+    assert [proxied[k] for k in fields] == [direct[k] for k in fields]
+    port = re.compile(r"127\.0\.0\.1:\d+")
+    assert port.sub("HOST", proxied["result"]) == port.sub("HOST", direct["result"])
+    assert proxied["is_error"] is (fault != "")
+    record = read_requests(tmp_path / "r.jsonl")[-1]
+    if recorded is None:
+        assert record.error is None and record.output_tokens == 42
+    else:
+        assert recorded in (record.error or "")
+
+
+@pytest.mark.slow
+def test_claude_code_gets_a_connection_error_when_the_provider_refuses_through_the_proxy(
+    tmp_path: Path,
+) -> None:
+    """Refused straight, Claude Code says ECONNREFUSED; through the proxy, whose own port did
+    accept, the connection is dropped without an answer (ECONNRESET). Both are connection
+    errors to Claude Code (no HTTP status, handled alike), which is as close as a proxy can be."""
+    down = f"http://127.0.0.1:{_closed_port()}"
+    direct = _claude_result(down, "direct-key", tmp_path / "direct")
+    with running_proxy(Upstream(down, REAL_KEY), TOKEN, tmp_path / "r.jsonl") as url:
+        proxied = _claude_result(url, TOKEN, tmp_path / "proxied")
+    for result in (direct, proxied):
+        assert result["is_error"] is True and result["api_error_status"] is None
+        assert result["result"].startswith("API Error: Connection")
+    assert "ECONNREFUSED" in direct["result"] and "ECONNRESET" in proxied["result"]
+    assert "upstream connection failed" in (read_requests(tmp_path / "r.jsonl")[-1].error or "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,21 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
         index.index("<img"),
     ]
     assert order == sorted(order)
+
+
+def test_the_workflow_hands_the_report_its_tasks_folder(tmp_path: Path) -> None:
+    """The run pages show each task's reference.png from the config's tasks_dir, wherever it is."""
+    import shutil
+
+    from support.project_copy import copy_project
+
+    (tmp_path / "p").mkdir()
+    project = copy_project(tmp_path / "p", ["article"], {}, "fixture")
+    shutil.move(project / "tasks", project / "my-tasks")
+    proc = subprocess.run(
+        ["snakemake", "-n", "-p", "--cores", "1", "write_report",
+         "--config", "tasks_dir=my-tasks", "allow_uncommitted=true"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--tasks-dir my-tasks" in proc.stdout

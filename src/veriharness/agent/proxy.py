@@ -202,8 +202,7 @@ class ModelProxy(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server_address[1]}"
 
     def authorized(self, headers: Any) -> bool:
         key = headers.get("x-api-key") or ""
@@ -271,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -345,9 +344,14 @@ class _Handler(BaseHTTPRequestHandler):
         sse = SseUsage() if streamed else None
         kept = bytearray()
         sent = 0
+        failure = None
         try:
             for chunk in _chunks(response):
-                self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+                try:
+                    self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+                except OSError as error:
+                    failure = f"the agent closed its connection after {sent} bytes: {error}"
+                    break
                 if sent == 0:
                     record["time_to_first_byte_ms"] = _ms(began)
                 sent += len(chunk)
@@ -356,8 +360,10 @@ class _Handler(BaseHTTPRequestHandler):
                 elif len(kept) < _ERROR_BODY_LIMIT:
                     kept += chunk
         except (OSError, http.client.HTTPException) as error:
+            failure = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+        if failure is not None:
             record["response_bytes"] = sent
-            record["error"] = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+            record["error"] = failure
             conn.close()
             self._drop_connection()
             _finish(record, sse, kept)

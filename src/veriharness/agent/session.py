@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
@@ -389,10 +390,15 @@ def running_mllm_server(
         _kill_group(server)
 
 
-def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
+def run_session(
+    plan: SessionPlan,
+    admit: Admit | None = None,
+    on_record: Callable[[AgentRequest], None] | None = None,
+) -> AgentOutcome:
     """Run the session and write transcript, trace, answer and outcome into the run folder.
 
-    `admit`, when given, sees every model request before it goes upstream and may refuse it."""
+    `admit`, when given, sees every model request before it goes upstream and may refuse it;
+    `on_record` gets each request's record once it is written (both for spending caps)."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
     for stale in _WRITTEN:
@@ -432,7 +438,7 @@ def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
                     tokens["session token"],
                     run_dir / REQUESTS_FILE,
                     _budget_admit(gate, admit),
-                    charges.charge,
+                    _both(charges.charge, on_record),
                 )
             )
             mllm_url = stack.enter_context(
@@ -489,7 +495,7 @@ def run_session(plan: SessionPlan, admit: Admit | None = None) -> AgentOutcome:
         if not plan.keep_workspace:
             remove_workspace(workspace)
         remove_workspace(session_dir)
-    (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     if outcome.reason == "budget":
         note_stopped(plan.ledger, outcome.status)
     return outcome
@@ -514,7 +520,7 @@ def _not_started_for_budget(
         wall_seconds=round(time.monotonic() - clock, 3),
         error=message,
     )
-    (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     note_stopped(plan.ledger, outcome.status)
     return outcome
 
@@ -535,6 +541,17 @@ def _trace_cost(path: Path) -> float | None:
                 return None
             total += cost
     return total
+
+
+def _both(
+    first: Callable[[AgentRequest], None], then: Callable[[AgentRequest], None] | None
+) -> Callable[[AgentRequest], None]:
+    def each(request: AgentRequest) -> None:
+        first(request)
+        if then is not None:
+            then(request)
+
+    return each
 
 
 def _budget_admit(gate: SpendGate, also: Admit | None) -> Admit:
@@ -649,7 +666,7 @@ def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:
         sink.flush()
 
 
-def _kill_group(process: subprocess.Popen[Any]) -> None:
+def _kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from veriharness._util import atomic
 from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -44,7 +45,6 @@ __all__ = [
     "ComparisonError",
     "measures",
     "eligible_runs",
-    "pair_runs",
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
@@ -117,12 +117,6 @@ def eligible_runs(
         reason = reason.mask(outside, "not in the experiment's matrix")
     left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
     return runs.loc[reason.isna()], left_out.reset_index(drop=True)
-
-
-def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
-    """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
-    _check_conditions(runs, baseline, treatment)
-    return _pair(runs, baseline, treatment)
 
 
 def _pair(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
@@ -286,20 +280,14 @@ def comparison_summary(table: pd.DataFrame) -> str:
     return json.dumps(attrs, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     """Condition -> task -> identity hash from experiment.json; None when there is none."""
     if not path.is_file():
         return None
     try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ComparisonError(f"{path}: cannot read its cells ({exc})") from exc
+        cells = read_record(path, EXPERIMENT_RECORD).get("cells")
+    except RecordError as exc:
+        raise ComparisonError(f"cannot read the experiment's cells: {exc}") from exc
     if not isinstance(cells, dict) or not all(isinstance(v, dict) for v in cells.values()):
         raise ComparisonError(f"{path}: field 'cells' must map condition -> task -> hash")
     return cells
@@ -334,11 +322,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     csv = args.experiment_dir / "comparison.csv"
-    tmp = csv.with_name(f".{csv.name}.tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, csv)
-    _write(args.experiment_dir / "comparison.md", comparison_markdown(table))
-    _write(args.experiment_dir / "comparison.json", comparison_summary(table))
+    with atomic.replacing(csv) as tmp:
+        table.to_csv(tmp, index=False)
+    atomic.write_text(args.experiment_dir / "comparison.md", comparison_markdown(table))
+    atomic.write_text(args.experiment_dir / "comparison.json", comparison_summary(table))
     print(
         f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
         f"{len(table.attrs['left_out'])} runs left out -> {csv}"

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
+from veriharness._util import atomic
 from veriharness.collect.columns import (
     AGENT_REQUESTS,
     AGENT_TOOL_CALLS,
@@ -70,7 +71,7 @@ def _cast(series: pd.Series, dtype: str) -> pd.Series:
 
 
 def _frame(
-    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: list[str] = ()
+    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: Sequence[str] = ()
 ) -> pd.DataFrame:
     names = [c.name for c in columns] + list(extra)
     df = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
@@ -159,15 +160,12 @@ def _csv_ready(df: pd.DataFrame) -> pd.DataFrame:
 def write_table(
     df: pd.DataFrame, stem: Path, formats: tuple[str, ...] = ("parquet", "csv")
 ) -> None:
-    stem.parent.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        final = stem.with_suffix(f".{fmt}")
-        tmp = final.with_name(f".{final.name}.tmp")
-        if fmt == "parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            _csv_ready(df).to_csv(tmp, index=False)
-        os.replace(tmp, final)
+        with atomic.replacing(stem.with_suffix(f".{fmt}")) as tmp:
+            if fmt == "parquet":
+                df.to_parquet(tmp, index=False)
+            else:
+                _csv_ready(df).to_csv(tmp, index=False)
 
 
 # --- command line -------------------------------------------------------------------------------
@@ -208,15 +206,13 @@ def _argument_error(args: argparse.Namespace) -> str | None:
 
 
 def _write_summary(args: argparse.Namespace, runs: pd.DataFrame) -> None:
-    args.summary.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.summary.with_name(f".{args.summary.name}.tmp")
-    _csv_ready(runs).to_csv(tmp, index=False)
-    os.replace(tmp, args.summary)
+    with atomic.replacing(args.summary) as tmp:
+        _csv_ready(runs).to_csv(tmp, index=False)
     what = f"condition {args.condition}" if args.condition else f"task {args.task}"
     print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
 
 
-def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
+def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
     tables = collect_tables(extraction)
     out = Path(exp_dir) / "tables"
     for name in (
@@ -233,6 +229,7 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
     )
     write_table(missing, out / "missing", ("csv",))
     print(f"collect: {len(tables.runs)} runs -> {out}")
+    return tables
 
 
 def run(args: argparse.Namespace) -> int:
@@ -262,11 +259,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    runs = runs_df(extraction)
     if args.summary is not None:
+        runs = runs_df(extraction)
         _write_summary(args, runs)
     else:
-        _write_tables(args.experiment_dir, extraction)
+        runs = _write_tables(args.experiment_dir, extraction).runs
     counts = runs["status"].value_counts().to_dict()
     print("collect: status " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     if extraction.missing:

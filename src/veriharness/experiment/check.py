@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from veriharness._util import atomic
 from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
@@ -54,10 +55,14 @@ from veriharness.experiment.provenance import (
     require_committed_harness,
 )
 from veriharness.experiment.record import (
+    EFFECTIVE_CONFIG,
+    EXPERIMENT_RECORD,
     TOOL_SCHEMA_VERSION,
     ExperimentRecord,
+    RecordError,
     experiment_identity_hash,
     identity_hash,
+    read_record,
     task_identity,
 )
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
@@ -139,9 +144,9 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
     # An experiment record is an output whose every value is recorded; a config file is an input;
     # the workflow's merged config stands for the files it was merged from.
     wrapper = config_wrapper(config_file)
-    if wrapper.get("kind") == "effective_config":
+    if wrapper.get("kind") == EFFECTIVE_CONFIG:
         candidates.extend(str(s) for s in wrapper.get("sources", []))
-    elif config_file is not None and wrapper.get("kind") != "experiment_record":
+    elif config_file is not None and wrapper.get("kind") != EXPERIMENT_RECORD:
         candidates.append(str(config_file))
     return [str((root / item).resolve()) for item in candidates if (root / item).exists()]
 
@@ -165,11 +170,9 @@ def config_wrapper(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # YAML config files are plain configs
-    if not isinstance(data, dict) or "kind" not in data:
-        return {}
+        data = read_record(path, EXPERIMENT_RECORD, EFFECTIVE_CONFIG)
+    except RecordError:
+        return {}  # a plain config file (YAML or JSON)
     return {k: v for k, v in data.items() if k != "config"}
 
 
@@ -347,7 +350,7 @@ def check_models(defn: Definition) -> dict[str, Any]:
             raise ModelCheckError(
                 f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
             )
-        resolved_agent = agent.model
+        resolved_agent: str | None = agent.model
     else:
         base = ANTHROPIC_API
         if agent.endpoint == "gateway":
@@ -581,10 +584,7 @@ def run(args: argparse.Namespace) -> int:
     except (*DEFINITION_ERRORS, PaidRunsWouldBeRedone) as error:
         print(f"check-experiment: {error}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
+    atomic.write_json(args.out, record.model_dump(mode="json"))
     cells = sum(len(v) for v in record.cells.values())
     print(
         f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "

@@ -7,10 +7,7 @@ small YAML reads, cached per task and per condition; no file is hashed at parse 
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -18,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_json
-from veriharness.experiment.config import AgentSettings
+from veriharness.experiment.config import AgentSettings, deep_merge, task_ids
+from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 
 __all__ = [
     "unwrap_experiment_record",
@@ -43,20 +42,11 @@ def unwrap_experiment_record(
     """Let `--configfile results/<exp>/experiment.json` rerun that experiment: the record's
     resolved config replaces whatever the default config file had put there, and `overrides`
     (Snakemake's `--config` values) still apply on top, as they would to any config file."""
-    if config.get("kind") != "experiment_record":
+    if config.get("kind") != EXPERIMENT_RECORD:
         return
-    resolved = copy.deepcopy(config["config"])
+    resolved = deep_merge(config["config"], overrides or {})
     config.clear()
     config.update(resolved)
-    _merge(config, overrides or {})
-
-
-def _merge(target: dict[str, Any], overrides: Mapping[str, Any]) -> None:
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
 
 
 def refuse_overwriting_a_record(configfiles: Iterable[str | Path], record: str | Path) -> None:
@@ -119,16 +109,7 @@ def _scalar(value: Any, spec: dict[str, Any]) -> Any:
 def list_tasks(config: dict[str, Any]) -> list[str]:
     """The task ids of the experiment: `tasks: all` lists tasks_dir; `execution.sample` keeps
     the first N (sorted) ids."""
-    tasks_dir = Path(config["tasks_dir"])
-    if config["tasks"] == "all":
-        ids = sorted(p.parent.name for p in tasks_dir.glob("*/task.yaml"))
-    else:
-        ids = list(config["tasks"])
-        missing = [t for t in ids if not (tasks_dir / t / "task.yaml").is_file()]
-        if missing:
-            raise ValueError(f"tasks: no task.yaml for {missing} under {tasks_dir}")
-    if not ids:
-        raise ValueError(f"tasks: no task folders with a task.yaml under {tasks_dir}")
+    ids = list(task_ids(Path(config["tasks_dir"]), config["tasks"]))
     sample = config.get("execution", {}).get("sample")
     return ids[: int(sample)] if sample else ids
 
@@ -188,7 +169,7 @@ def write_effective_config(
     agent_sessions), so the experiment record reports the caps the run really had."""
     path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
     wrapped = {
-        "kind": "effective_config",
+        "kind": EFFECTIVE_CONFIG,
         "sources": sources,
         "scheduler": scheduler,
         "config": config,
@@ -196,9 +177,5 @@ def write_effective_config(
     text = json.dumps(wrapped, indent=2, sort_keys=True, default=str) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return str(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(tmp, path)
+    atomic.write_text(path, text)
     return str(path)

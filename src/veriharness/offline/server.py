@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from veriharness._util import atomic
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
 from veriharness.offline.sse import approx_tokens, encode_sse
@@ -57,7 +59,7 @@ class OfflineServer(ThreadingHTTPServer):
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def log_request_body(self, method: str, path: str, body: Any) -> None:
         if self.request_log is None:
@@ -96,6 +98,11 @@ def models_listing() -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: OfflineServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body are two writes: without this the body waits on a delayed ACK (~40 ms).
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # requests go to the request log, not stderr
@@ -227,10 +234,8 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if args.port_file is not None:
-        # Written whole and then renamed, so a reader polling for it never sees a partial port.
-        partial = args.port_file.with_name(args.port_file.name + ".partial")
-        partial.write_text(f"{server.server_address[1]}\n", encoding="utf-8")
-        partial.replace(args.port_file)
+        # Written whole, so a reader polling for it never sees a partial port.
+        atomic.write_text(args.port_file, f"{server.server_address[1]}\n")
     print(f"serve-offline: listening on {server.base_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

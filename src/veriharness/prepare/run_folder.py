@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from veriharness._util import atomic
 from veriharness.experiment.check import (
     DEFINITION_ERRORS,
     Definition,
@@ -31,17 +32,23 @@ from veriharness.experiment.check import (
 from veriharness.experiment.config import ConfigError
 from veriharness.experiment.prompts import AssembledPrompt
 from veriharness.experiment.provenance import collect_provenance
-from veriharness.experiment.record import RunRecord, identity_hash
+from veriharness.experiment.record import (
+    EXPERIMENT_RECORD,
+    RecordError,
+    RunRecord,
+    identity_hash,
+    read_record,
+)
 
 __all__ = ["prepare_run", "write_run", "add_arguments", "run"]
 
 
 def _recorded_experiment(path: Path) -> dict[str, Any] | None:
+    """The experiment record at `path`, or None when `path` is a plain config file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+        return read_record(path, EXPERIMENT_RECORD)
+    except RecordError:
         return None
-    return data if isinstance(data, dict) and data.get("kind") == "experiment_record" else None
 
 
 def prepare_run(
@@ -82,19 +89,14 @@ def prepare_run(
     return record, prompt
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_run(run_dir: Path, record: RunRecord, prompt: AssembledPrompt) -> None:
     for module in prompt.modules:
-        _write(run_dir / "prompt" / f"{module.id}.md", module.text)
-    _write(run_dir / "system_prompt.md", prompt.text)
+        atomic.write_text(run_dir / "prompt" / f"{module.id}.md", module.text)
+    atomic.write_text(run_dir / "system_prompt.md", prompt.text)
     # run.json last: its presence means the folder is complete.
-    _write(run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
+    atomic.write_text(
+        run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,9 @@ from pathlib import Path
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
+from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
     Capture,
@@ -67,7 +69,7 @@ def _white_png(viewport: Size) -> bytes:
 
 
 def _write_json(path: Path, model: BaseModel) -> None:
-    path.write_text(model.model_dump_json(indent=1, exclude_none=False) + "\n")
+    atomic.write_text(path, model.model_dump_json(indent=1, exclude_none=False) + "\n")
 
 
 def reference_size(reference: Path) -> Size:
@@ -120,7 +122,7 @@ def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Pa
     out_json = json.loads(record.model_dump_json())
     if record.timings.launch_ms is None:
         del out_json["timings"]["launch_ms"]
-    (out / "render.json").write_text(json.dumps(out_json, indent=1) + "\n")
+    atomic.write_json(out / "render.json", out_json, indent=1)
     return record
 
 
@@ -139,7 +141,7 @@ def task_viewport(task_dir: Path) -> Size:
     try:
         return _TaskView.model_validate(raw, strict=True).viewport
     except ValidationError as exc:
-        raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
+        raise RenderSetupError(f"{path}: bad viewport: {describe_validation(exc)}") from exc
 
 
 def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
@@ -164,30 +166,12 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     return capture.dom
 
 
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
-        for e in exc.errors()
-    )
-
-
 def read_batch(path: Path) -> list[BatchItem]:
     """Every line of a batch file, all checked before any page is rendered."""
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise RenderSetupError(f"batch file {path} cannot be read: {exc}") from exc
-    items = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(BatchItem.model_validate_json(line))
-        except ValidationError as exc:
-            raise RenderSetupError(f"{path} line {number}: {_describe(exc)}") from exc
-    if not items:
-        raise RenderSetupError(f"batch file {path} holds no runs")
-    return items
+        return read_batch_file(path, BatchItem)
+    except BatchFileError as exc:
+        raise RenderSetupError(str(exc)) from exc
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:

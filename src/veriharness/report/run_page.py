@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from PIL import Image
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.run_files import load_json, read_jsonl
 from veriharness.collect.calls import (
@@ -88,10 +88,8 @@ def _copy_once(source: Path, dest: Path) -> None:
     """Copy unless `dest` exists; the rename makes concurrent workers safe."""
     if dest.exists():
         return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, dest)
+    with atomic.replacing(dest) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 class _Images:
@@ -252,10 +250,10 @@ def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> li
                 head = f"<b>{esc(str(block.get('name')))}</b>"
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
                 if block.get("name") == MLLM_TOOL:
-                    call, how = by_use.get(str(block.get("id")), (None, "unmatched"))
+                    matched, how = by_use.get(str(block.get("id")), (None, "unmatched"))
                     out.append(
                         f"<div class='step call'>{head} (CallMLLM)"
-                        f"{_call_html(call, how, images, prefix)}</div>"
+                        f"{_call_html(matched, how, images, prefix)}</div>"
                     )
                 else:
                     # Compact JSON: json's C encoder only serves calls without indent.

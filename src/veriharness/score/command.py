@@ -20,17 +20,18 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from veriharness._util import atomic
 from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
+from veriharness._util.run_files import BatchFileError, read_batch_file
 from veriharness.score.audit import AuditRecord, audit_run, in_viewport
 from veriharness.score.metrics.blocks import MIN_TEXT_RATIO, block_scores
 from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
@@ -219,37 +220,16 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
 
 
 def _write(out_dir: Path, audit: AuditRecord, metrics: MetricsRecord) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name, record in (("audit.json", audit), ("metrics.json", metrics)):
         text = json.dumps(record.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        # Write then rename, so a reader never sees half a file.
-        with tempfile.NamedTemporaryFile(
-            "w", dir=out_dir, prefix=f".{name}.", delete=False, encoding="utf-8"
-        ) as handle:
-            handle.write(text)
-        os.replace(handle.name, out_dir / name)
+        atomic.write_text(out_dir / name, text)
 
 
 def _batch_jobs(path: Path) -> list[ScoreJob]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as unreadable:
-        raise InputError(f"batch file {path} cannot be read: {unreadable}") from unreadable
-    jobs = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            jobs.append(ScoreJob.model_validate_json(line))
-        except ValidationError as invalid:
-            first = invalid.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise InputError(
-                f"{path} line {number}: {field}: {first['msg']} (got {first.get('input')!r})"
-            ) from invalid
-    if not jobs:
-        raise InputError(f"batch file {path} holds no runs")
-    return jobs
+        return read_batch_file(path, ScoreJob)
+    except BatchFileError as exc:
+        raise InputError(str(exc)) from exc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

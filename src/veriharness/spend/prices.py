@@ -18,11 +18,15 @@ _MILLION = 1_000_000
 class TokenPrice(BaseModel):
     """USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     input: float = Field(ge=0)
+    """USD per million input tokens."""
     output: float = Field(ge=0)
+    """USD per million output tokens."""
     cache_read: float = Field(ge=0)
+    """USD per million input tokens read from the prompt cache."""
     cache_write: float = Field(ge=0)
+    """USD per million input tokens written to the prompt cache."""
 
 
 FREE = TokenPrice(input=0, output=0, cache_read=0, cache_write=0)
@@ -56,10 +60,13 @@ class TokenCounts(BaseModel):
 class PriceSettings(BaseModel):
     """The config's ``prices`` section."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     read_on: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """The date (YYYY-MM-DD) the prices were read from the providers' price lists."""
     models: dict[str, TokenPrice] = Field(default_factory=dict)
+    """Agent model name -> price."""
     profiles: dict[str, TokenPrice] = Field(default_factory=dict)
+    """Model catalog profile name -> price."""
 
     def agent(self, model: str, offline: bool) -> TokenPrice | None:
         """The agent model's price; the offline model is free unless priced; None if unknown."""
