@@ -4,7 +4,7 @@ Run: python3 bench/spend_ledger.py [--writers 2 4 8 16] [--trials 5] [--cap 1.0]
 
 Each trial starts W processes that each loop: check the cap (`SpendGate.admit`), wait 0-4 ms (the
 request in flight), charge a cost drawn from 0.01-0.05 USD. The overshoot is the final total minus
-the cap; the bound stated in docs/decisions.md (P-19) is one request in flight per writer, so the
+the cap; the bound stated in docs/decisions.md (P-21) is one request in flight per writer, so the
 script prints it also in units of the largest request (0.05) and of W requests. A second part
 times uncontended charges (lock, read the tail, append, fsync) on one process.
 """

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, model_validator
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
+from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
 from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest, Refusal, RequestFacts
@@ -38,7 +39,6 @@ from veriharness.agent.workspace import copy_answer, create_workspace, remove_wo
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
 from veriharness.spend.ledger import (
-    RUN_LEDGER_NAME,
     STOP_NAME,
     BudgetExhausted,
     SpendGate,
@@ -72,18 +72,6 @@ _KILL_GRACE_SECONDS = 5.0
 _MLLM_START_SECONDS = 60.0
 _MASK = "***"
 MLLM_SERVER_LOG = "mllm_server.log"
-# What a run folder holds from an earlier attempt of this stage; removed before a session.
-_WRITTEN = (
-    "transcript.jsonl",
-    "mllm_trace.jsonl",
-    "outcome.json",
-    "model_requests.jsonl",
-    "claude_stderr.log",
-    REQUESTS_FILE,
-    STOP_NAME,
-    RUN_LEDGER_NAME,
-    MLLM_SERVER_LOG,
-)
 # The caller's variables a session gets (plus LC_*); everything else stays outside.
 _PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
@@ -401,8 +389,8 @@ def run_session(
     `on_record` gets each request's record once it is written (both for spending caps)."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    for stale in _WRITTEN:
-        (run_dir / stale).unlink(missing_ok=True)
+    keep_earlier_attempt(run_dir)
+    (run_dir / STOP_NAME).unlink(missing_ok=True)  # a cap's stop of an earlier attempt
     gate = SpendGate(plan.ledger)
     try:
         gate.admit()

@@ -207,6 +207,9 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
     ),
     Column("render_status", "string", "render/render.json:status", "status written by render"),
     Column("metrics_status", "string", "metrics.json:status", "status written by score"),
+    Column(
+        "scorer_version", "string", "metrics.json:scorer_version", "scorer that wrote metrics.json"
+    ),
     Column("run_record", "string", "derived:run_record", "path of run.json, relative to results/"),
 )
 

@@ -137,7 +137,7 @@ class AgentSettings(_Strict):
         where the key is read from. `tool_set: exclusive` says `allowed_tools` is the whole
         tool set (claude --tools), which sets these runs apart from runs that had Claude Code's
         default tools as well. `session_boundary` says the model proxy and the `mllm` server
-        ran outside the sandbox (docs/decisions.md, P-17): such a session sees less than one
+        ran outside the sandbox (docs/decisions.md, P-19): such a session sees less than one
         before it, so earlier runs are redone rather than mixed with these."""
         return self.model_dump(mode="json", exclude={"api_key_env"}) | {
             "tool_set": "exclusive",

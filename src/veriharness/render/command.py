@@ -35,6 +35,7 @@ from veriharness.render.browser import (
     RenderSetupError,
 )
 from veriharness.render.dom import DomRecord, RenderRecord, Size, Status, Timings
+from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
 # The dom.json and render.json models live in render_dom; the browser session in render_browser.
 __all__ = [
@@ -190,6 +191,13 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
     parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
     parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    parser.add_argument(
+        "--browser-pool",
+        default="none",
+        choices=POOL_MODES,
+        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
+        "(render/pool.py); outside one, or with none (default), launch a browser of its own",
+    )
     _add_common(parser)
 
 
@@ -213,6 +221,13 @@ def run_render(args: argparse.Namespace) -> int:
             items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
         for item in items:
             reference_size(item.reference)
+        pool = pool_for(args.browser_pool)
+        if pool is not None:
+            for item in items:
+                request = {k: str(v) for k, v in item.model_dump().items()}
+                status = render_in_pool(pool, request, args.load_timeout, args.chromium)
+                print(f"{status:<15} {item.out}")
+            return 0
         with Renderer(args.load_timeout, args.chromium) as renderer:
             for item in items:
                 record = render_answer(renderer, item.answer_dir, item.reference, item.out)

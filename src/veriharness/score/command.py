@@ -32,8 +32,15 @@ from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
 from veriharness._util.run_files import BatchFileError, read_batch_file
+from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import AuditRecord, audit_run, in_viewport
-from veriharness.score.metrics.blocks import MIN_TEXT_RATIO, block_scores
+from veriharness.score.metrics.blocks import (
+    CONTEXT_BONUS,
+    CONTEXT_WINDOW,
+    MERGE_MIN_GAIN,
+    MIN_TEXT_RATIO,
+    block_scores,
+)
 from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
 from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words, tesseract_version
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
@@ -79,6 +86,7 @@ def scorer_versions() -> dict[str, str | None]:
 
 class MetricsRecord(BaseModel):
     kind: Literal["metrics"] = "metrics"
+    scorer_version: str = SCORER_VERSION
     status: Literal["ok", "no_render"]
     metrics: dict[str, float | None]
     details: dict[str, Any]
@@ -148,7 +156,11 @@ def _block_metrics(task_dir: Path, dom: DomFacts) -> tuple[dict[str, float | Non
         "reference_blocks": scores.reference_blocks,
         "answer_blocks": scores.answer_blocks,
         "matched_pairs": len(scores.pairs),
+        "merged_pairs": sum(len(p.reference) + len(p.answer) > 2 for p in scores.pairs),
         "min_text_ratio": MIN_TEXT_RATIO,
+        "merge_min_gain": MERGE_MIN_GAIN,
+        "context_bonus": CONTEXT_BONUS,
+        "context_window": CONTEXT_WINDOW,
     }
     return values, detail
 
