@@ -362,3 +362,53 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
     job.wait(timeout=30)
     assert job.returncode != 0
     assert not _running(int(child_pid.read_text())), "the session outlived its job"
+
+
+def test_no_session_starts_once_the_experiments_cap_is_reached(tmp_path: Path) -> None:
+    from veriharness.spend.ledger import SpendGate, SpendSettings, stopped_runs
+    from veriharness.spend.prices import TokenCounts
+
+    started = tmp_path / "started"
+    claude = _script(tmp_path, f"touch {started}\nexit 0\n")
+    plan = _plan(tmp_path, claude)
+    capped = plan.ledger.model_copy(update={"max_usd": 1.0})
+    other = tmp_path / "results" / "exp" / "cond" / "task" / "r2"
+    other.mkdir(parents=True)
+    earlier = SpendSettings(**(capped.model_dump() | {"run_dir": other, "replicate": 2}))
+    SpendGate(earlier).charge("session", "m", "s1", TokenCounts.of(100), 1.25)
+    outcome = run_session(plan.model_copy(update={"spend": capped}))
+    assert (outcome.status, outcome.reason) == ("not_started", "budget")
+    assert "spending cap reached" in (outcome.error or "")
+    assert "$1.2500 of its execution.max_usd $1.0000" in (outcome.error or "")
+    assert not started.exists(), "a session started beyond the cap"
+    for name in ("outcome.json", "transcript.jsonl", "mllm_trace.jsonl", "answer"):
+        assert (plan.run_dir / name).exists(), name  # the workflow's outputs, for the tables
+    assert [(s.run, s.status) for s in stopped_runs(tmp_path / "results" / "exp")] == [
+        ("cond/task/r1", "not_started")
+    ]
+
+
+def test_a_refused_request_ends_the_session_as_budget_exhausted(tmp_path: Path) -> None:
+    # A stand-in for a session whose mllm server (or agent proxy) just refused a request: it
+    # leaves budget_stop.json and goes on working; the session is ended within a poll.
+    from veriharness.spend.ledger import BudgetStop
+
+    child_pid = tmp_path / "child.pid"
+    stop = BudgetStop(
+        cap="max_usd", limit_usd=1, spent_usd=1.5, time="t", message="spending cap reached: x"
+    )
+    stop_file = tmp_path / "results" / "exp" / "cond" / "task" / "r1" / "budget_stop.json"
+    claude = _script(
+        tmp_path,
+        'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
+        'echo \'{"type":"system","subtype":"init","mcp_servers":[]}\'\n'
+        f"sleep 1; echo '{stop.model_dump_json()}' > {stop_file}\n"
+        f"sleep 300 & echo $! > {child_pid}\n"
+        "sleep 300\n",
+    )
+    begun = time.monotonic()
+    outcome = run_session(_plan(tmp_path, claude, wall_clock_seconds=120))
+    assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
+    assert outcome.error == "spending cap reached: x"
+    assert time.monotonic() - begun < 30
+    assert not _running(int(child_pid.read_text())), "the session's child survived"

@@ -244,3 +244,14 @@ def test_every_exported_name_exists() -> None:
         module = importlib.import_module(info.name)
         exported = getattr(module, "__all__", [])
         assert [n for n in exported if not hasattr(module, n)] == [], info.name
+
+
+def test_the_real_model_example_prices_every_model_it_names() -> None:
+    from veriharness.experiment.check import missing_prices
+    from veriharness.mllm.catalog import load_catalog
+
+    config = load_config(ROOT / "config" / "example-real.yaml")
+    catalog = load_catalog(ROOT / config.model_catalog)
+    assert config.execution.max_usd is not None and config.prices.read_on
+    assert missing_prices(config, catalog) == []
+    assert config.prices.models[config.agent.model].output > 0

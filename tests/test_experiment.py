@@ -258,3 +258,27 @@ def test_unknown_model_is_named_with_its_profile(tmp_path: Path, provider: str) 
     assert "HTTP 404" in proc.stderr and provider not in proc.stderr
     proc = check(root, env={**env, "TEST_VISION_KEY": ""})
     assert proc.returncode == 2 and "TEST_VISION_KEY is not set" in proc.stderr
+
+
+def test_a_capped_real_experiment_must_price_every_model(tmp_path: Path, provider: str) -> None:
+    env = {
+        "TEST_GATEWAY": provider,
+        "TEST_VISION": provider,
+        "TEST_AGENT_KEY": "agent-secret",
+        "TEST_VISION_KEY": "vision-secret",
+    }
+    root = _real_project(tmp_path, "vision-a")
+    price = {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}
+    capped = json.dumps({"execution": {"max_usd": 20}, "prices": {"profiles": {"second": price}}})
+    proc = check(root, "--config-json", capped, env=env)
+    assert proc.returncode == 2
+    assert "execution.max_usd 20" in proc.stderr
+    assert "prices.models.agent-model-1 (the agent model)" in proc.stderr
+    assert "prices.profiles.default (model catalog profile)" in proc.stderr
+    assert "prices.profiles.second" not in proc.stderr
+    priced = {"models": {"agent-model-1": price}, "profiles": {"default": price, "second": price}}
+    full = json.dumps({"execution": {"max_usd": 20}, "prices": priced})
+    proc = check(root, "--config-json", full, env=env)
+    assert proc.returncode == 0, proc.stderr
+    # Without a cap an unpriced model is allowed (its requests get no cost).
+    assert check(root, env=env).returncode == 0

@@ -198,6 +198,46 @@ def test_report_without_collected_tables_says_what_to_run(tmp_path) -> None:
     assert proc.returncode == 2 and "run `veriharness collect` first" in proc.stderr
 
 
+def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_comparison(
+    tmp_path,
+) -> None:
+    import json
+
+    exp = write_experiment(
+        tmp_path / "results", tasks=3, faults={("treat", "task-002", 1): "failed"}
+    )
+    record = exp.exp_dir / "base" / "task-001" / "r1" / "run.json"
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps(data | {"provenance": {"uncommitted_changes": True}}))
+    assert _cmd("collect", "--experiment-dir", exp.exp_dir).returncode == 0
+    proc = _cmd(
+        "compare", "--experiment-dir", exp.exp_dir, "--baseline", "base", "--treatment", "treat"
+    )
+    assert proc.returncode == 0, proc.stderr
+    comparison = (exp.exp_dir / "comparison.md").read_text()
+    head = comparison.split("| measure |")[0]
+    assert "OFFLINE: 6 of 6 runs ran against the embedded offline model" in head
+    assert "UNCOMMITTED: 1 of 6 runs ran with uncommitted inputs" in head
+    out = exp.exp_dir / "report"
+    proc = _cmd(
+        "report", "--experiment-dir", exp.exp_dir, "--out", out, "--tasks-dir", exp.tasks_dir
+    )
+    assert proc.returncode == 0, proc.stderr
+    index = (out / "index.html").read_text()
+    order = [
+        index.index("OFFLINE: 6 of 6 runs"),
+        index.index("UNCOMMITTED: 1 of 6 runs"),
+        index.index("<h2>Comparison</h2>"),
+        index.index("<td>metric_ssim</td>"),
+        index.index("<h2>Experiment</h2>"),
+        index.index("spend (our prices)"),
+        index.index("<h2>Runs left out of the comparison: 1</h2>"),
+        index.index("status failed"),
+        index.index("<img"),
+    ]
+    assert order == sorted(order)
+
+
 def test_the_workflow_hands_the_report_its_tasks_folder(tmp_path: Path) -> None:
     """The run pages show each task's reference.png from the config's tasks_dir, wherever it is."""
     import shutil

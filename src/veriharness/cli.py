@@ -40,6 +40,9 @@ VERBS: dict[str, Verb] = {
     "collect": Verb("veriharness.collect.tables", "collect run folders into tables"),
     "compare": Verb("veriharness.collect.compare", "compare two conditions, paired by task"),
     "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
+    "status": Verb(
+        "veriharness.spend.status", "runs done, running and left, and the spend, per condition"
+    ),
     "record": Verb("veriharness.experiment.record", "inspect experiment and run records (diff)"),
 }
 

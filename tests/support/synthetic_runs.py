@@ -309,6 +309,12 @@ def _write_run(
         "is_error": status != "ok",
         "num_turns": spec.turns,
         "total_cost_usd": spec.cost_usd,
+        "spend": {
+            "agent_usd": round(spec.cost_usd * 0.75, 6),
+            "mllm_usd": round(spec.cost_usd - round(spec.cost_usd * 0.75, 6), 6),
+            "total_usd": spec.cost_usd,
+            "agent_source": "session",
+        },
         "usage": {
             "input_tokens": 30000,
             "output_tokens": 4000,

@@ -49,6 +49,7 @@ if COMPARE:
                 category="Comparison",
             ),
             md=f"{EXP_DIR}/comparison.md",
+            summary=f"{EXP_DIR}/comparison.json",
         log:
             f"{LOGS}/compare_conditions.log",
         localrule: True

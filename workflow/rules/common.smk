@@ -5,6 +5,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from veriharness.spend.ledger import requeue_stopped
+
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
     condition_inputs,
@@ -54,6 +56,10 @@ if workflow.is_main_process:
 else:
     EXPERIMENT_CONFIG = effective_config_path(EXP_DIR)
 IDENTITY_SETTINGS = identity_settings_digest(config)
+# Runs a spending cap stopped are redone on the next start (a paid, interrupted session is moved
+# to superseded/ first), before the DAG is built from the files present.
+if workflow.is_main_process and not workflow.dryrun:
+    requeue_stopped(EXP_DIR)
 
 
 localrules:

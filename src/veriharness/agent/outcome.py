@@ -24,7 +24,9 @@ from typing import Any, Literal
 
 __all__ = ["Status", "classify"]
 
-Status = Literal["ok", "failed", "timeout", "max_turns", "not_started", "infra_error"]
+Status = Literal[
+    "ok", "failed", "timeout", "max_turns", "budget_exhausted", "not_started", "infra_error"
+]
 
 _UPSTREAM_STATUSES = {429, 529} | set(range(500, 600))
 _UNREACHABLE_HINTS = ("connection error", "econnrefused", "econnreset", "fetch failed", "timed out")

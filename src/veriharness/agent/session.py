@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
@@ -39,10 +39,19 @@ from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Status, classify
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
-from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest
+from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest, Refusal, RequestFacts
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.spend.ledger import (
+    STOP_NAME,
+    BudgetExhausted,
+    SpendGate,
+    SpendSettings,
+    note_stopped,
+    read_stop,
+)
+from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
 
 if TYPE_CHECKING:
     from veriharness.experiment.config import ExperimentConfig
@@ -71,6 +80,8 @@ MLLM_SERVER_LOG = "mllm_server.log"
 # The caller's variables a session gets (plus LC_*); everything else stays outside.
 _PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
+_STOP_POLL_SECONDS = 0.5
+
 
 class SessionPlan(BaseModel):
     """Everything one session needs, resolved to absolute paths."""
@@ -98,10 +109,41 @@ class SessionPlan(BaseModel):
     label: str
     infra_retries: int = 0
     api_retries: int | None = None  # Claude Code's own retries of a failed API request
+    spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
+    agent_price: TokenPrice | None = None
+    model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
+    profile_prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
 
     @property
     def offline(self) -> bool:
         return self.endpoint == "offline"
+
+    @property
+    def ledger(self) -> SpendSettings:
+        assert self.spend is not None  # filled in by the validator below
+        return self.spend
+
+    @model_validator(mode="after")
+    def _spend_of_the_run(self) -> SessionPlan:
+        if self.spend is None:
+            self.spend = _spend_settings(self.run_dir)
+        return self
+
+
+def _spend_settings(
+    run_dir: Path, max_usd: float | None = None, max_usd_per_run: float | None = None
+) -> SpendSettings:
+    """The ledger settings of a run folder ``<experiment>/<condition>/<task>/r<k>``."""
+    condition, task, replicate = run_dir.parts[-3:]
+    return SpendSettings(
+        experiment_dir=run_dir.parents[2],
+        run_dir=run_dir,
+        condition=condition,
+        task=task,
+        replicate=int(replicate.removeprefix("r")),
+        max_usd=max_usd,
+        max_usd_per_run=max_usd_per_run,
+    )
 
 
 class Usage(BaseModel):
@@ -122,11 +164,24 @@ class Attempt(BaseModel):
     files: str | None = None  # where this attempt's files were kept, relative to the run folder
 
 
+class Spend(BaseModel):
+    """What the run cost at the experiment's prices (None: a price is missing). `agent_source`
+    says how the agent's part was measured: `session` prices the usage of Claude Code's result
+    event; `proxy` sums the agent proxy's per-request records."""
+
+    agent_usd: float | None = None
+    mllm_usd: float | None = None
+    total_usd: float | None = None
+    agent_source: Literal["session", "proxy"] | None = None
+
+
 class AgentOutcome(BaseModel):
     kind: Literal["agent_outcome"] = "agent_outcome"
     status: Status
     api_error_status: int | None = None
     attempts: list[Attempt] = Field(default_factory=list)
+    reason: Literal["budget"] | None = None  # why a session was not started or was ended early
+    spend: Spend = Field(default_factory=Spend)
     exit_code: int | None = None
     result_subtype: str | None = None
     is_error: bool | None = None
@@ -160,6 +215,8 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
     agent, execution = config.agent, config.execution
     run_dir = run_dir.resolve()
     catalog = (project / config.model_catalog).resolve()
+    profiles = load_catalog(catalog).profiles
+    spend = _spend_settings(run_dir, execution.max_usd, execution.max_usd_per_run)
     return SessionPlan(
         run_dir=run_dir,
         reference=(task_dir / "reference.png").resolve(),
@@ -176,7 +233,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         allowed_tools=list(agent.allowed_tools),
         tool_search=agent.tool_search,
         isolation=agent.isolation,
-        offline_profiles=any(p.provider.offline for p in load_catalog(catalog).profiles),
+        offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
         log_model_requests=execution.debug,
@@ -184,6 +241,12 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         label="-".join(run_dir.parts[-3:]),
         infra_retries=execution.infra_retries,
         api_retries=execution.api_retries,
+        spend=spend,
+        agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
+        model_prices=dict(config.prices.models),
+        profile_prices={
+            p.name: config.prices.profile(p.name, p.provider.offline) for p in profiles
+        },
     )
 
 
@@ -192,6 +255,13 @@ def mcp_config(mllm_url: str, token: str) -> dict[str, Any]:
     sandbox, and the per-session token it checks. Nothing else of the run reaches the session."""
     server = {"type": "http", "url": mllm_url, "headers": {"Authorization": f"Bearer {token}"}}
     return {"mcpServers": {"mllm": server}}
+
+
+def _mllm_spend_json(plan: SessionPlan) -> str:
+    prices = {
+        name: price.model_dump() if price else None for name, price in plan.profile_prices.items()
+    }
+    return json.dumps({"prices": prices, "ledger": plan.ledger.model_dump(mode="json")})
 
 
 def command_line(plan: SessionPlan, mcp_config_path: Path, system_prompt: Path) -> list[str]:
@@ -306,6 +376,7 @@ def running_mllm_server(
         "--catalog", str(plan.catalog),
         "--taxonomy", str(plan.taxonomy),
         "--trace", str(plan.run_dir / "mllm_trace.jsonl"),
+        "--spend-json", _mllm_spend_json(plan),
         "--port-file", str(port_file),
     ]  # fmt: skip
     log_path = plan.run_dir / MLLM_SERVER_LOG
@@ -368,6 +439,13 @@ def _run_attempt(
 ) -> AgentOutcome:
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
+    (run_dir / STOP_NAME).unlink(missing_ok=True)  # a cap's stop of an earlier attempt
+    gate = SpendGate(plan.ledger)
+    try:
+        gate.admit()
+    except BudgetExhausted as refused:
+        return _not_started_for_budget(plan, started, clock, str(refused))
+    charges = AgentCharges(plan, gate)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
     # Private to this session, outside the run folder, and discarded afterwards: Claude Code's
     # config and home, and the two files it reads at start (it cannot see the run folder).
@@ -396,8 +474,8 @@ def _run_attempt(
                     upstream_for(plan, offline_url),
                     tokens["session token"],
                     run_dir / REQUESTS_FILE,
-                    admit,
-                    on_record,
+                    _budget_admit(gate, admit),
+                    _both(charges.charge, on_record),
                 )
             )
             mllm_url = stack.enter_context(
@@ -424,6 +502,7 @@ def _run_attempt(
             session_clock = time.monotonic()
             exit_code, timed_out = _run_process(command, env, workspace, plan, redact)
             base["session_seconds"] = round(time.monotonic() - session_clock, 3)
+        stop = read_stop(run_dir)
         _redact_files(run_dir, redact)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
@@ -434,12 +513,14 @@ def _run_attempt(
         outcome = AgentOutcome(
             **base,
             **summary,
-            status=status,
+            status="budget_exhausted" if stop else status,
+            reason="budget" if stop else None,
+            spend=charges.spend(run_dir / "mllm_trace.jsonl"),
             exit_code=exit_code,
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=_error(plan, timed_out) or cause,
+            error=stop.message if stop else (_error(plan, timed_out) or cause),
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
@@ -458,6 +539,8 @@ def _run_attempt(
             remove_workspace(workspace)
         remove_workspace(session_dir)
     atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    if outcome.reason == "budget":
+        note_stopped(plan.ledger, outcome.status)
     return outcome
 
 
@@ -468,6 +551,107 @@ def _tail(path: Path, size: int = 4000) -> str:
             return handle.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def _not_started_for_budget(
+    plan: SessionPlan, started: str, clock: float, message: str
+) -> AgentOutcome:
+    """The cap is reached before the session: no session, and every output the workflow
+    expects, empty, so the run still gets its row in the tables."""
+    run_dir = plan.run_dir
+    (run_dir / "answer").mkdir(exist_ok=True)
+    for name in ("transcript.jsonl", "mllm_trace.jsonl"):
+        (run_dir / name).write_text("", encoding="utf-8")
+    outcome = AgentOutcome(
+        status="not_started",
+        reason="budget",
+        offline=plan.offline,
+        model=plan.model,
+        started_at=started,
+        finished_at=_now(),
+        wall_seconds=round(time.monotonic() - clock, 3),
+        error=message,
+    )
+    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    note_stopped(plan.ledger, outcome.status)
+    return outcome
+
+
+def _trace_cost(path: Path) -> float | None:
+    """The sum of the CallMLLM trace's call costs; None when a completed call has none."""
+    total = 0.0
+    if not path.exists():
+        return total
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "mllm_call_completed":
+            cost = event.get("cost_usd")
+            if not isinstance(cost, int | float):
+                return None
+            total += cost
+    return total
+
+
+def _both(
+    first: Callable[[AgentRequest], None], then: Callable[[AgentRequest], None] | None
+) -> Callable[[AgentRequest], None]:
+    def each(request: AgentRequest) -> None:
+        first(request)
+        if then is not None:
+            then(request)
+
+    return each
+
+
+def _budget_admit(gate: SpendGate, also: Admit | None) -> Admit:
+    """The proxy's admission check: refuse a request once a spending cap is reached (the gate
+    leaves the stop file that ends the session), then ask `also`, if given."""
+
+    def admit(facts: RequestFacts) -> Refusal | None:
+        try:
+            gate.admit()
+        except BudgetExhausted as refused:
+            return Refusal(status=400, error_type="invalid_request_error", message=str(refused))
+        return also(facts) if also is not None else None
+
+    return admit
+
+
+class AgentCharges:
+    """Prices each agent request the proxy recorded and charges it to the ledger."""
+
+    def __init__(self, plan: SessionPlan, gate: SpendGate) -> None:
+        self.plan = plan
+        self.gate = gate
+        self.total = 0.0
+        self._lock = threading.Lock()
+
+    def charge(self, request: AgentRequest) -> None:
+        tokens = TokenCounts.of(
+            request.input_tokens,
+            request.output_tokens,
+            request.cache_read_input_tokens,
+            request.cache_creation_input_tokens,
+        )
+        # A request names its model; Claude Code may use another than the agent's for a side
+        # task. Priced by that name when listed, else at the agent model's price.
+        price = self.plan.model_prices.get(request.model or "") or self.plan.agent_price
+        if price is None or tokens == TokenCounts():
+            return  # unpriced, or nothing was used (refused, failed before an answer)
+        cost = cost_usd(price, tokens)
+        request_id = f"{request.time} {request.method} {request.path}"
+        self.gate.charge("agent", request.model or self.plan.model, request_id, tokens, cost)
+        with self._lock:
+            self.total += cost
+
+    def spend(self, trace: Path) -> Spend:
+        agent = self.total if self.plan.agent_price is not None else None
+        mllm = _trace_cost(trace)
+        total = None if agent is None or mllm is None else agent + mllm
+        return Spend(agent_usd=agent, mllm_usd=mllm, total_usd=total, agent_source="proxy")
 
 
 def _redact_files(run_dir: Path, redact: Redactor) -> None:
@@ -499,10 +683,9 @@ def _run_process(
         pump.start()
         timed_out = False
         try:
-            process.wait(timeout=plan.wall_clock_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process)
+            timed_out = _wait(process, plan)
+            if process.returncode is None:  # out of time, or a spending cap was reached
+                _kill_group(process)
         except BaseException:
             # Interrupted (Ctrl-C, Snakemake stopping its jobs): the session runs in its own
             # process group, so it would outlive this job, and keep spending, unless ended here.
@@ -510,6 +693,23 @@ def _run_process(
             raise
         pump.join(timeout=_KILL_GRACE_SECONDS)
     return process.returncode, timed_out
+
+
+def _wait(process: subprocess.Popen[str], plan: SessionPlan) -> bool:
+    """Wait for the session to end; True when the wall clock ran out first. Returns early when
+    a spending cap refused one of the run's requests (``budget_stop.json`` appeared)."""
+    deadline = time.monotonic() + plan.wall_clock_seconds
+    stop_file = plan.run_dir / STOP_NAME
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        try:
+            process.wait(timeout=min(left, _STOP_POLL_SECONDS))
+            return False
+        except subprocess.TimeoutExpired:
+            if stop_file.exists():
+                return False
 
 
 def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:

@@ -236,6 +236,9 @@ def _call_row(seq: int, call: TraceCall, errors: list[str]) -> dict[str, Any]:
         row["output_tokens"] = typed_value(usage.get("output_tokens"), "Int64", where, errors)
         if name == "mllm_call_completed":
             row["truncated"] = typed_value(end.get("truncated", False), "boolean", where, errors)
+            row["cost_usd"] = typed_value(end.get("cost_usd"), "Float64", where, errors)
+        if name == "mllm_call_rejected":
+            row["budget"] = typed_value(end.get("budget", False), "boolean", where, errors)
         for field in ("parse_status", "provider_model", "stop_reason", "error_type", "error"):
             row[field] = end.get(field)
         request = end.get("request")

@@ -51,6 +51,7 @@ RUN_STATUSES = (
     "failed",
     "timeout",
     "max_turns",
+    "budget_exhausted",
     "missing_answer",
     "not_started",
     "infra_error",
@@ -83,7 +84,49 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
     Column("exit_code", "Int64", "outcome.json:exit_code", "claude exit code"),
     Column("result_subtype", "string", "outcome.json:result_subtype", "stream-json result subtype"),
     Column("turns", "Int64", "outcome.json:num_turns", "agent turns reported by claude"),
-    Column("cost_usd", "Float64", "outcome.json:total_cost_usd", "cost reported by claude"),
+    Column(
+        "cost_usd",
+        "Float64",
+        "outcome.json:spend.total_usd",
+        "the run's cost at the experiment's prices: agent plus CallMLLM (null when a model "
+        "is unpriced)",
+    ),
+    Column(
+        "agent_cost_usd", "Float64", "outcome.json:spend.agent_usd", "the agent's part of cost_usd"
+    ),
+    Column(
+        "mllm_cost_usd", "Float64", "outcome.json:spend.mllm_usd", "CallMLLM's part of cost_usd"
+    ),
+    Column(
+        "claude_cost_usd",
+        "Float64",
+        "outcome.json:total_cost_usd",
+        "the cost Claude Code itself reported (its own price list), kept beside ours",
+    ),
+    Column(
+        "stopped_by",
+        "string",
+        "outcome.json:reason",
+        "budget when a spending cap kept the session from starting or ended it",
+    ),
+    Column(
+        "uncommitted",
+        "boolean",
+        "run.json:provenance.uncommitted_changes",
+        "the run's inputs differed from the last commit (allow_uncommitted)",
+    ),
+    Column(
+        "harness_dirty",
+        "boolean",
+        "run.json:provenance.harness.git_dirty",
+        "the VeriHarness code had uncommitted changes when the run was prepared",
+    ),
+    Column(
+        "superseded",
+        "boolean",
+        "derived:superseded",
+        "a run moved to superseded/ when it was redone (only with collect --include-superseded)",
+    ),
     Column("input_tokens", "Int64", "outcome.json:usage.input_tokens", "agent input tokens"),
     Column("output_tokens", "Int64", "outcome.json:usage.output_tokens", "agent output tokens"),
     Column(
@@ -243,6 +286,10 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
         "the reply stopped at the profile's output token limit",
     ),
     Column("latency_ms", "Float64", "mllm_trace:latency_ms", "latency of the end event"),
+    Column("cost_usd", "Float64", "mllm_trace:cost_usd", "the call's cost at its profile's price"),
+    Column(
+        "budget", "boolean", "mllm_trace:budget", "a rejected call was refused by a spending cap"
+    ),
     Column("input_tokens", "Int64", "mllm_trace:usage.input_tokens", "model input tokens"),
     Column("output_tokens", "Int64", "mllm_trace:usage.output_tokens", "model output tokens"),
     Column(

@@ -30,6 +30,7 @@ Design notes:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
+from veriharness._util.caveats import caveat_lines, run_caveats
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "bootstrap_ci",
     "compare_conditions",
     "comparison_markdown",
+    "comparison_summary",
     "add_arguments",
     "run",
 ]
@@ -94,6 +97,17 @@ def eligible_runs(
         detail = runs["reason"].fillna("") if "reason" in runs else ""
         for status in _LEFT_OUT_STATUSES:
             reason = reason.mask(runs["status"] == status, f"status {status}: " + detail)
+        budget = runs["stopped_by"] == "budget" if "stopped_by" in runs else runs["status"] == ""
+        reason = reason.mask(
+            runs["status"] == "budget_exhausted", "ended by the spending cap (budget_exhausted)"
+        )
+        reason = reason.mask(
+            (runs["status"] == "not_started") & budget.fillna(False).astype(bool),
+            "not started: the spending cap was reached",
+        )
+    if "superseded" in runs:
+        superseded = runs["superseded"].fillna(False).astype(bool)
+        reason = reason.mask(superseded, "superseded (moved aside when its run was redone)")
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],
@@ -169,6 +183,8 @@ def compare_conditions(
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
     statuses = status_counts(runs, [baseline, treatment])
+    compared = runs[runs["condition"].isin([baseline, treatment])]
+    caveats = run_caveats(compared)
     runs, left_out = eligible_runs(runs, cells)
     left_out = left_out[left_out["condition"].isin([baseline, treatment])]
     paired = _pair(runs, baseline, treatment)
@@ -214,6 +230,7 @@ def compare_conditions(
         only_treatment=int((paired["_merge"] == "right_only").sum()),
         left_out=left_out.to_dict("records"),
         status_counts=statuses,
+        **caveats,
     )
     return out
 
@@ -240,9 +257,9 @@ def _fmt(value: object) -> str:
 
 def comparison_markdown(table: pd.DataFrame) -> str:
     a = table.attrs
-    lines = [
-        f"# {a['treatment']} vs {a['baseline']}",
-        "",
+    lines = [f"# {a['treatment']} vs {a['baseline']}", ""]
+    lines += [f"> **{line}**\n" for line in caveat_lines(a)]
+    lines += [
         f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task and "
         f"replicate: {a['paired']} pairs; {a['only_baseline']} baseline and "
         f"{a['only_treatment']} treatment runs have no partner. 95% percentile bootstrap "
@@ -297,6 +314,13 @@ def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
     return lines
 
 
+def comparison_summary(table: pd.DataFrame) -> str:
+    """comparison.json: the counts and the runs left out, for the report's first screen."""
+    attrs = dict(table.attrs)
+    attrs["caveats"] = caveat_lines(attrs)
+    return json.dumps(attrs, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+
+
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     """Condition -> task -> identity hash from experiment.json; None when there is none."""
     if not path.is_file():
@@ -342,6 +366,7 @@ def run(args: argparse.Namespace) -> int:
     with atomic.replacing(csv) as tmp:
         table.to_csv(tmp, index=False)
     atomic.write_text(args.experiment_dir / "comparison.md", comparison_markdown(table))
+    atomic.write_text(args.experiment_dir / "comparison.json", comparison_summary(table))
     print(
         f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
         f"{len(table.attrs['left_out'])} runs left out -> {csv}"

@@ -19,6 +19,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from veriharness._util.superseded import SUPERSEDED
 from veriharness.collect.run_rows import RunExtract, RunKey, extract_run
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
@@ -30,7 +31,9 @@ __all__ = [
     "collect_runs",
 ]
 
-RESERVED_FOLDERS = frozenset({"tables", "report", "logs"})
+RESERVED_FOLDERS = frozenset(
+    {"tables", "report", "logs", "inputs", "benchmarks", "spend", SUPERSEDED}
+)
 _REPLICATE = re.compile(r"r(\d+)")
 _PARALLEL_FROM = 200  # below this, starting worker processes costs more than it saves
 
@@ -161,15 +164,35 @@ def _extract_star(args: tuple[Path, str, RunKey]) -> RunExtract:
         return RunExtract(row, [], [], [])
 
 
+def _superseded_runs(exp_dir: Path, experiment: str) -> list[RunExtract]:
+    """Every run moved to superseded/<identity_hash>/, marked as such and outside the matrix."""
+    folder = exp_dir / SUPERSEDED
+    if not folder.is_dir():
+        return []
+    extracts = []
+    for entry in _subdirs(folder):
+        for key in discover_runs(Path(entry.path)):
+            extract = extract_run(Path(entry.path), experiment, key)
+            extract.run.update(
+                superseded=True,
+                in_matrix=False,
+                run_record=f"{experiment}/{SUPERSEDED}/{entry.name}/{key.condition}/"
+                f"{key.task}/r{key.replicate}/run.json",
+            )
+            extracts.append(extract)
+    return extracts
+
+
 def collect_runs(
     exp_dir: Path,
     expected: list[RunKey] | None = None,
     condition: str | None = None,
     jobs: int | None = None,
     task: str | None = None,
+    include_superseded: bool = False,
 ) -> Extraction:
     """Read every expected or present run of the experiment (optionally of one condition or
-    one task)."""
+    one task), and with `include_superseded` the runs moved to superseded/ too."""
     exp_dir = Path(exp_dir)
     if not exp_dir.is_dir():
         raise FileNotFoundError(f"--experiment-dir {exp_dir}: no such folder")
@@ -199,4 +222,11 @@ def collect_runs(
         )
     present = set(found)
     missing = [k for k in keys if k not in present]
+    if include_superseded:
+        extracts += [
+            ex
+            for ex in _superseded_runs(exp_dir, experiment)
+            if (condition is None or ex.run["condition"] == condition)
+            and (task is None or ex.run["task"] == task)
+        ]
     return Extraction(experiment, extracts, missing)

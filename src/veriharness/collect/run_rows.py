@@ -84,7 +84,14 @@ def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[s
             return "failed", "outcome.json is unreadable"
         return "not_started", "no outcome.json: the agent stage has not finished"
     status = outcome.get("status")
-    if status in ("failed", "timeout", "max_turns", "not_started", "infra_error"):
+    if status in (
+        "failed",
+        "timeout",
+        "max_turns",
+        "budget_exhausted",
+        "not_started",
+        "infra_error",
+    ):
         detail = outcome.get("error") or outcome.get("result_subtype") or ""
         return status, f"agent status {status}" + (f": {detail}" if detail else "")
     if status != "ok":
@@ -123,7 +130,7 @@ def _flat_family(
 def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     """Read one run folder; never raises for bad content, it lands in `read_errors` instead."""
     run_dir = exp_dir / key.condition / key.task / f"r{key.replicate}"
-    row: dict[str, Any] = {"experiment": experiment, **key._asdict()}
+    row: dict[str, Any] = {"experiment": experiment, **key._asdict(), "superseded": False}
     row["run_record"] = f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
     if not os.path.isdir(run_dir):
         row.update(status="missing", reason="run folder is absent", read_errors="")

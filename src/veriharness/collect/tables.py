@@ -182,6 +182,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--summary", type=Path, help="write one row per run of --condition or --task here"
     )
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+    parser.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="add the runs moved to superseded/ (column superseded true; never compared)",
+    )
 
 
 def _argument_error(args: argparse.Namespace) -> str | None:
@@ -235,7 +240,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         expected = load_expected(args.expected) if args.expected else None
         extraction = collect_runs(
-            args.experiment_dir, expected, args.condition, args.jobs, task=args.task
+            args.experiment_dir,
+            expected,
+            args.condition,
+            args.jobs,
+            task=args.task,
+            include_superseded=args.include_superseded,
         )
     except (MatrixError, FileNotFoundError) as exc:
         print(f"collect: {exc}", file=sys.stderr)

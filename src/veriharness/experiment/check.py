@@ -15,6 +15,7 @@ never print or record a base URL or a key; errors name the profile and the model
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ from typing import Any
 import httpx
 
 from veriharness._util import atomic
+from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
+from veriharness._util.superseded import SUPERSEDED, move_to_superseded
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
@@ -49,6 +52,7 @@ from veriharness.experiment.provenance import (
     collect_provenance,
     git_state,
     require_committed,
+    require_committed_harness,
 )
 from veriharness.experiment.record import (
     EFFECTIVE_CONFIG,
@@ -71,6 +75,10 @@ __all__ = [
     "Definition",
     "DEFINITION_ERRORS",
     "load_definition",
+    "missing_prices",
+    "PaidRunsWouldBeRedone",
+    "changed_inputs",
+    "paid_runs_to_redo",
     "shared_identity",
     "prompt_values",
     "condition_identity",
@@ -168,11 +176,44 @@ def config_wrapper(path: Path | None) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "config"}
 
 
+def missing_prices(config: ExperimentConfig, catalog: ModelCatalog) -> list[str]:
+    """The models of the experiment the price table does not price (the offline model is
+    free unless priced)."""
+    agent, prices = config.agent, config.prices
+    missing = []
+    if prices.agent(agent.model, agent.endpoint == "offline") is None:
+        missing.append(f"prices.models.{agent.model} (the agent model)")
+    for profile in catalog.profiles:
+        if prices.profile(profile.name, profile.provider.offline) is None:
+            missing.append(f"prices.profiles.{profile.name} (model catalog profile)")
+    return missing
+
+
+def _require_prices(config: ExperimentConfig, catalog: ModelCatalog) -> None:
+    execution = config.execution
+    caps = [
+        f"{name} {value}"
+        for name, value in (
+            ("execution.max_usd", execution.max_usd),
+            ("execution.max_usd_per_run", execution.max_usd_per_run),
+        )
+        if value is not None
+    ]
+    missing = missing_prices(config, catalog)
+    if caps and missing:
+        raise ConfigError(
+            f"a spending cap ({', '.join(caps)}) needs a price for every model, and these have "
+            f"none: {'; '.join(missing)}. Add them (USD per million tokens: input, output, "
+            "cache_read, cache_write) to the config's prices section"
+        )
+
+
 def load_definition(
     config: ExperimentConfig, root: Path, config_file: Path | None = None
 ) -> Definition:
     root = root.resolve()
     catalog = load_catalog(root / config.model_catalog)
+    _require_prices(config, catalog)
     for profile in catalog.profiles:
         if is_placeholder_model(profile.provider.model):
             raise ConfigError(
@@ -189,6 +230,11 @@ def load_definition(
     if outside:
         state = state.model_copy(update={"dirty_files": (*state.dirty_files, *outside)})
     uncommitted = require_committed(state, config.allow_uncommitted)
+    # Any real model costs money: a real agent with the offline catalog is paid for too.
+    paid = config.agent.endpoint != "offline" or not all(
+        p.provider.offline for p in catalog.profiles
+    )
+    require_committed_harness(harness_version(), not paid, config.allow_uncommitted)
     return Definition(
         root,
         config,
@@ -437,13 +483,105 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
 
 
+class PaidRunsWouldBeRedone(RuntimeError):
+    """Finished paid runs would be redone because their inputs changed, and that was not asked."""
+
+
+_SESSION_HAPPENED = frozenset({"ok", "failed", "timeout", "max_turns", "budget_exhausted"})
+_SHOWN_RUNS = 20
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _paid(record: dict[str, Any]) -> bool:
+    """A run that used a real model: not offline, or its agent was not the offline model."""
+    agent = record.get("identity", {}).get("agent", {})
+    return record.get("offline") is False or agent.get("endpoint", "offline") != "offline"
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The inputs that differ between two run identities, named for people."""
+    names = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if key == "prompts" and isinstance(before, dict) and isinstance(after, dict):
+            was = {m.get("id"): m for m in before.get("modules", [])}
+            now = {m.get("id"): m for m in after.get("modules", [])}
+            names += [f"prompt module {m}" for m in sorted(set(was) | set(now), key=str)
+                      if was.get(m) != now.get(m)]  # fmt: skip
+        elif key == "task" and isinstance(before, dict) and isinstance(after, dict):
+            was, now = before.get("files", {}), after.get("files", {})
+            changed = sorted(f for f in set(was) | set(now) if was.get(f) != now.get(f))
+            names.append("task files " + ", ".join(changed))
+        elif key in ("agent", "condition") and isinstance(before, dict) and isinstance(after, dict):
+            fields = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
+            names.append(f"{key} " + ", ".join(fields))
+        else:
+            names.append(key.replace("_", " "))
+    return names
+
+
+def paid_runs_to_redo(
+    defn: Definition, record: ExperimentRecord, experiment_dir: Path
+) -> list[tuple[Path, list[str]]]:
+    """Finished runs that were not offline and whose identity differs from their new cell:
+    the workflow would redo them. Each with the inputs that changed."""
+    shared = record.shared
+    found = []
+    for condition, tasks in record.cells.items():
+        for task in record.selected_task_ids:
+            for replicate in range(1, defn.config.replicates + 1):
+                run_dir = experiment_dir / condition / task / f"r{replicate}"
+                outcome = _read_json(run_dir / "outcome.json")
+                if outcome is None or outcome.get("status") not in _SESSION_HAPPENED:
+                    continue
+                old = _read_json(run_dir / "run.json")
+                if old is None or not _paid(old):
+                    continue  # offline runs are redone freely
+                if old.get("identity_hash") == tasks.get(task):
+                    continue
+                identity, _ = cell_identity(defn, condition, task, shared)
+                found.append((run_dir, changed_inputs(old.get("identity", {}), identity)))
+    return found
+
+
+def _guard_paid_runs(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> None:
+    redo = paid_runs_to_redo(defn, record, experiment_dir)
+    if not redo:
+        return
+    if not defn.config.supersede_paid_runs:
+        shown = [
+            f"{run.relative_to(experiment_dir)} ({'; '.join(changes) or 'identity'} changed)"
+            for run, changes in redo[:_SHOWN_RUNS]
+        ]
+        more = f", and {len(redo) - _SHOWN_RUNS} more" if len(redo) > _SHOWN_RUNS else ""
+        raise PaidRunsWouldBeRedone(
+            f"refusing to start: {len(redo)} finished run(s) that were not offline would be "
+            f"redone because their inputs changed: {', '.join(shown)}{more}. Restore the inputs, "
+            "run under a new experiment name, or set supersede_paid_runs: true to redo them "
+            f"(their folders are moved to {experiment_dir / SUPERSEDED}/<identity_hash>/ first)"
+        )
+    for run, changes in redo:
+        moved = move_to_superseded(experiment_dir, run)
+        print(f"superseded {run.relative_to(experiment_dir)} ({'; '.join(changes)}) -> {moved}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config, root = load_from_args(args)
         defn = load_definition(config, root, args.config)
         model_check = check_models(defn) if config.check_models else {"checked": False}
         record = build_experiment_record(defn, model_check)
-    except DEFINITION_ERRORS as error:
+        _guard_paid_runs(defn, record, args.out.parent)
+    except (*DEFINITION_ERRORS, PaidRunsWouldBeRedone) as error:
         print(f"check-experiment: {error}", file=sys.stderr)
         return 2
     atomic.write_json(args.out, record.model_dump(mode="json"))

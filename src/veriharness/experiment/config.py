@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
+from veriharness.spend.prices import PriceSettings
 
 __all__ = [
     "ConfigError",
@@ -205,6 +206,13 @@ class ExecutionSettings(_Strict):
     """null, or run only the first N tasks of the experiment."""
     results_dir: str = Field(default="results", min_length=1)
     """Where results/<experiment>/ is written, relative to the project root."""
+    max_usd: float | None = Field(default=None, ge=0)
+    """Spending cap of the whole experiment in USD (agent and CallMLLM together), checked before
+    every priced request against results/<experiment>/spend/ledger.jsonl; null for none. At the
+    cap, requests are refused, sessions end as budget_exhausted and no new session starts. Raise
+    it and run again to go on with exactly the runs left."""
+    max_usd_per_run: float | None = Field(default=None, ge=0)
+    """Spending cap of one run in USD, checked like max_usd; null for none."""
 
 
 class ExperimentConfig(_Strict):
@@ -244,7 +252,16 @@ class ExperimentConfig(_Strict):
     hashed."""
     allow_uncommitted: bool = False
     """true runs even with uncommitted changes under prompts, conditions, tasks or the config and
-    catalog files; records then say uncommitted_changes true. Not hashed."""
+    catalog files, or in the VeriHarness code itself; records then say so. Not hashed."""
+    supersede_paid_runs: bool = False
+    """true lets a changed input redo finished runs that used a real model (paid sessions): their
+    folders are first moved to <experiment>/superseded/<identity_hash>/, never deleted. false
+    refuses to start, naming the runs and the input that changed. Not hashed."""
+    prices: PriceSettings = PriceSettings()
+    """Prices in USD per million tokens of the agent model (models, by model name) and of each
+    model catalog profile (profiles, by profile name). A real-model experiment with a spending cap
+    must price all its models; the offline model costs 0 unless priced here. Recorded, never
+    hashed."""
     execution: ExecutionSettings = ExecutionSettings()
     """How runs are executed. Recorded in every record, never hashed."""
 
@@ -323,9 +340,13 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     """Load a YAML or JSON config file (or an experiment.json), then apply deep overrides."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+        # JSON through the JSON parser: YAML 1.1 reads JSON's 1e-09 as a string.
+        data = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid JSON: {error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"config file {path} is not valid YAML/JSON: {error}") from None
     if not isinstance(data, dict):

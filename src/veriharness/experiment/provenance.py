@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from veriharness._util.harness import HarnessVersion, harness_version
 from veriharness._util.programs import MissingTool, claude_version, find_claude
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "package_versions",
     "claude_version_or_error",
     "collect_provenance",
+    "require_committed_harness",
 ]
 
 PACKAGES = (
@@ -73,6 +75,7 @@ class Provenance(BaseModel):
     claude_version: str | None
     claude_version_error: str | None
     resolved_models: dict[str, str | None]
+    harness: HarnessVersion | None = None
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -167,8 +170,23 @@ def claude_version_or_error() -> tuple[str | None, str | None]:
         return None, f"{type(error).__name__}: {error}"
 
 
+def require_committed_harness(harness: HarnessVersion, offline: bool, allow: bool) -> None:
+    """Refuse a non-offline experiment run by VeriHarness code with uncommitted changes, unless
+    allowed: its results could not be traced to the code that made them."""
+    if harness.git_dirty and not offline and not allow:
+        files = ", ".join(harness.git_dirty_files) or "(git status failed)"
+        raise UncommittedChanges(
+            f"refusing to start: the VeriHarness code in {harness.source_path} has uncommitted "
+            f"changes ({files}). Commit them, or set allow_uncommitted: true "
+            "(--allow-uncommitted) to run anyway and have the records say so"
+        )
+
+
 def collect_provenance(
-    state: GitState, uncommitted: bool, resolved_models: dict[str, str | None]
+    state: GitState,
+    uncommitted: bool,
+    resolved_models: dict[str, str | None],
+    harness: HarnessVersion | None = None,
 ) -> Provenance:
     version, error = claude_version_or_error()
     return Provenance(
@@ -182,4 +200,5 @@ def collect_provenance(
         claude_version=version,
         claude_version_error=error,
         resolved_models=resolved_models,
+        harness=harness or harness_version(),
     )

@@ -48,7 +48,7 @@ import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
@@ -90,8 +90,11 @@ from veriharness.mllm.trace import (
     Usage,
     now,
 )
+from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
+from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
 
 __all__ = [
+    "MllmSpend",
     "CallService",
     "build_server",
     "token_guard",
@@ -100,16 +103,32 @@ __all__ = [
 ]
 
 
+class MllmSpend(BaseModel):
+    """How calls are priced and capped (``--spend-json``): the price of each profile (None when
+    unpriced: its calls get no cost) and the run's ledger settings (None: no ledger)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
+    ledger: SpendSettings | None = None
+
+
 class CallService:
     """Everything a call needs; one instance per server process."""
 
     def __init__(
-        self, workspace: Path, catalog: ModelCatalog, taxonomy: Taxonomy, trace: TraceWriter
+        self,
+        workspace: Path,
+        catalog: ModelCatalog,
+        taxonomy: Taxonomy,
+        trace: TraceWriter,
+        spend: MllmSpend | None = None,
     ) -> None:
         self.workspace = workspace
         self.catalog = catalog
         self.taxonomy = taxonomy
         self.trace = trace
+        self.spend = spend or MllmSpend()
+        self.gate = SpendGate(self.spend.ledger) if self.spend.ledger is not None else None
         self._lock = threading.Lock()
         self._clients: dict[str, httpx.Client] = {}
 
@@ -119,13 +138,19 @@ class CallService:
         self._clients.clear()
 
     def _reject(
-        self, call_id: str, arguments: dict[str, Any], message: str, tool_use_id: str | None
+        self,
+        call_id: str,
+        arguments: dict[str, Any],
+        message: str,
+        tool_use_id: str | None,
+        budget: bool = False,
     ) -> ToolError:
         self.trace.write(
             CallRejected(
                 call_id=call_id,
                 time=now(),
                 error=message,
+                budget=budget,
                 request=arguments,
                 tool_use_id=tool_use_id,
             )
@@ -151,6 +176,12 @@ class CallService:
             inputs = tuple(self._prepare(item) for item in request.inputs)
         except (CatalogError, RequestRefused) as error:
             raise self._reject(call_id, arguments, str(error), tool_use_id) from None
+        if self.gate is not None:
+            try:
+                self.gate.admit()
+            except BudgetExhausted as error:
+                message = f"CallMLLM refused: {error}"
+                raise self._reject(call_id, arguments, message, tool_use_id, True) from None
         started = self._started(
             call_id, request, inputs, profile.name, self.catalog.profile_config_hash(profile)
         )
@@ -174,6 +205,7 @@ class CallService:
                 f"model request failed ({error.error_type}): {error}; nothing was retried"
             ) from None
         latency = _ms(begun)
+        cost = self._charge(call_id, profile.name, reply)
         try:
             check = check_reply(request.output, reply.text)
         except Exception as error:  # the reply is paid for: it reaches the trace whatever happens
@@ -192,6 +224,7 @@ class CallService:
                 provider_model=reply.provider_model,
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,
+                cost_usd=cost,
             )
         )
         cut = (
@@ -206,6 +239,17 @@ class CallService:
             f"The reply does not meet the requested JSON output ({check.parse_status}): "
             f"{check.diagnostic}\nRaw reply:\n{reply.text}{cut}"
         )
+
+    def _charge(self, call_id: str, profile: str, reply: Any) -> float | None:
+        """The call's cost at its profile's price, charged to the ledger; None when unpriced."""
+        price = self.spend.prices.get(profile)
+        if price is None:
+            return None
+        tokens = TokenCounts.of(reply.input_tokens, reply.output_tokens)
+        cost = cost_usd(price, tokens)
+        if self.gate is not None:
+            self.gate.charge("mllm", profile, call_id, tokens, cost)
+        return cost
 
     def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:
         with self._lock:
@@ -340,6 +384,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalog", required=True, type=Path, help="model profile catalog YAML")
     parser.add_argument("--trace", required=True, type=Path, help="JSONL file events append to")
     parser.add_argument(
+        "--spend-json",
+        help="prices per profile and the run's ledger settings (MllmSpend as JSON)",
+    )
+    parser.add_argument(
         "--taxonomy",
         type=Path,
         default=None,
@@ -368,11 +416,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog(args.catalog)
         taxonomy = load_taxonomy(Path(taxonomy_path))
+        spend = MllmSpend.model_validate_json(args.spend_json) if args.spend_json else None
     except (CatalogError, OSError, ValueError) as error:
         print(f"mllm-server: {error}", file=sys.stderr)
         return 2
     trace = TraceWriter(args.trace, Redactor(catalog.secrets(os.environ)))
-    service = CallService(args.workspace.resolve(), catalog, taxonomy, trace)
+    service = CallService(args.workspace.resolve(), catalog, taxonomy, trace, spend)
     server = build_server(service)
     # httpx logs every request URL at INFO, and a provider URL may be private: keep it out of
     # the server's stderr.

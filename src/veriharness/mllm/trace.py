@@ -100,6 +100,9 @@ class CallCompleted(_Model):
     provider_model: str | None
     stop_reason: str | None = None
     truncated: bool = False
+    cost_usd: float | None = Field(
+        default=None, description="The call's cost at the profile's price; null when unpriced."
+    )
 
 
 class CallFailed(_Model):
@@ -116,6 +119,7 @@ class CallRejected(_Model):
     call_id: str
     time: str
     error: str
+    budget: bool = Field(default=False, description="Refused because a spending cap is reached.")
     request: dict[str, Any] = Field(
         description="The arguments as received (paths, not image bytes), for as far as they parsed."
     )

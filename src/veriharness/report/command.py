@@ -13,19 +13,23 @@ Design notes:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from veriharness._util.caveats import caveat_lines, run_caveats
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_cost_vs_fidelity,
     plot_metrics_by_condition,
 )
 from veriharness.report.run_page import CSS, PageJob, esc, run_page
+from veriharness.spend.ledger import ledger_path, newest_entry
 
 __all__ = [
     "write_report",
@@ -44,6 +48,119 @@ def _write_pages(jobs: list[PageJob], workers: int) -> None:
     else:
         for job in jobs:
             run_page(job)
+
+
+def _table(rows: list[list[str]], head: list[str]) -> str:
+    cells = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def _number(value: object) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
+        return "–"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _record(exp_dir: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((exp_dir / "experiment.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _comparison_summary(exp_dir: Path) -> dict[str, Any]:
+    """comparison.json as `compare` wrote it; empty without a comparison."""
+    try:
+        value = json.loads((exp_dir / "comparison.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _comparison_html(exp_dir: Path) -> str:
+    path = exp_dir / "comparison.csv"
+    if not path.is_file():
+        return "<p>No comparison (compare: null, or not written yet).</p>"
+    table = pd.read_csv(path)
+    rows = [
+        [
+            r.measure,
+            r.better,
+            str(r.n_pairs),
+            _number(r.baseline_mean),
+            _number(r.treatment_mean),
+            _number(r.mean_diff),
+            f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
+        ]
+        for r in table.itertuples()
+    ]
+    head = ["measure", "better", "pairs", "baseline", "treatment", "diff", "95% CI"]
+    return _table(rows, head) + "<p>Details: <code>comparison.md</code>.</p>"
+
+
+def _money(value: object) -> str:
+    return "–" if value is None or pd.isna(value) else f"${float(value):,.4f}"  # type: ignore[arg-type]
+
+
+def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
+    """The first screen: warnings, the comparison, the models, the commit, the spend and the
+    runs left out, before any plot."""
+    record = _record(exp_dir)
+    current = runs[~runs["superseded"].fillna(False).astype(bool)] if "superseded" in runs else runs
+    warnings = "".join(
+        f"<p class='caveat'><b>{esc(line)}</b></p>" for line in caveat_lines(run_caveats(current))
+    )
+    config = record.get("config", {})
+    agent = config.get("agent", {})
+    profiles = record.get("shared", {}).get("model_catalog", {}).get("public", [])
+    provenance = record.get("provenance", {})
+    harness = provenance.get("harness") or {}
+    execution = config.get("execution", {})
+    ledger = newest_entry(ledger_path(exp_dir))
+
+    def spend(column: str) -> object:
+        return current[column].sum(min_count=1) if column in current else None
+
+    facts = [
+        ["agent model", f"{agent.get('model', '?')} (endpoint {agent.get('endpoint', '?')})"],
+        ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
+        [
+            "inputs commit",
+            f"{provenance.get('git_commit') or '–'}"
+            + (" + uncommitted changes" if provenance.get("uncommitted_changes") else ""),
+        ],
+        [
+            "VeriHarness",
+            f"{harness.get('version') or '?'} at {harness.get('git_commit') or 'no git commit'}"
+            + (" + uncommitted changes" if harness.get("git_dirty") else ""),
+        ],
+        [
+            "spend (our prices)",
+            f"{_money(spend('cost_usd'))}: agent {_money(spend('agent_cost_usd'))}, "
+            f"CallMLLM {_money(spend('mllm_cost_usd'))}; ledger "
+            f"{_money(ledger.total_usd if ledger else None)} of max_usd "
+            f"{_money(execution.get('max_usd'))}",
+        ],
+        ["spend (Claude Code's own)", _money(spend("claude_cost_usd"))],
+    ]
+    summary = _comparison_summary(exp_dir)
+    left = [
+        [str(x.get("condition")), str(x.get("task")), str(x.get("replicate")), str(x.get("reason"))]
+        for x in summary.get("left_out", [])
+    ]
+    if not summary:
+        left_html = "<p>No comparison, so none.</p>"
+    elif left:
+        left_html = _table(left, ["condition", "task", "rep", "reason"])
+    else:
+        left_html = "<p>None: every run of both conditions counts.</p>"
+    return (
+        f"{warnings}<h2>Comparison</h2>{_comparison_html(exp_dir)}"
+        f"<h2>Experiment</h2>{_table(facts, ['', ''])}"
+        f"<h2>Runs left out of the comparison: {len(left)}</h2>{left_html}"
+    )
 
 
 def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
@@ -79,7 +196,9 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
-        f"<style>{CSS}</style></head><body><h1>{esc(exp_dir.name)}</h1>{images}<h2>Runs</h2>"
+        f"<style>{CSS} .caveat{{background:#fde2e1;padding:.5em;border:2px solid #b00}}</style>"
+        f"</head><body><h1>{esc(exp_dir.name)}</h1>{_overview_html(exp_dir, runs)}"
+        f"<h2>Plots</h2>{images}<h2>Runs</h2>"
         "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
         f"<th></th></tr>{''.join(rows)}</table></body></html>",
         encoding="utf-8",

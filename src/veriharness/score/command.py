@@ -24,14 +24,17 @@ import argparse
 import json
 import os
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from veriharness._util import atomic
+from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
+from veriharness._util.programs import MissingTool
 from veriharness._util.run_files import BatchFileError, read_batch_file
 from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import FLAGS, AuditRecord, AuditThresholds, audit_run, in_viewport
@@ -43,7 +46,7 @@ from veriharness.score.metrics.blocks import (
     block_scores,
 )
 from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
-from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words
+from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words, tesseract_version
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
 from veriharness.score.metrics.text import ocr_word_scores
 
@@ -69,12 +72,29 @@ METRIC_NAMES = (
 )
 
 
+@cache
+def scorer_versions() -> dict[str, str | None]:
+    """What scored: the VeriHarness version and source digest, the OCR pipeline's version and
+    the tesseract that read the words (recorded, never hashed)."""
+    try:
+        tesseract: str | None = tesseract_version()
+    except (OSError, MissingTool) as error:
+        tesseract = f"unavailable: {error}"
+    return {
+        "veriharness": package_version(),
+        "veriharness_source_sha256": source_digest(),
+        "ocr": OCR_VERSION,
+        "tesseract": tesseract,
+    }
+
+
 class MetricsRecord(BaseModel):
     kind: Literal["metrics"] = "metrics"
     scorer_version: str = SCORER_VERSION
     status: Literal["ok", "no_render", "score_failed"]
     metrics: dict[str, float | None]
     details: dict[str, Any]
+    versions: dict[str, str | None] = Field(default_factory=scorer_versions)
 
 
 class ScoreJob(BaseModel):

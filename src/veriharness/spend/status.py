@@ -1,0 +1,274 @@
+"""``veriharness status``: where an experiment stands, read from its folder while it runs.
+
+Per condition: runs done (the session ended as ok, max_turns or timeout), running (a transcript
+and no outcome yet), failed, stopped by a spending cap (budget_exhausted, or not started for
+the budget), and to go; the spend so far from the ledger, the agent's and CallMLLM's apart,
+against the cap; the spend rate over the newest ledger lines; and an estimate of the time and
+money left, from the pace and the mean cost of the runs finished so far.
+
+It reads only ``experiment.json`` (the matrix and the caps), the first bytes of each run's
+``outcome.json`` and the tail of the ledger: no lock, no table, no Snakemake. So it works on a
+login node while jobs run elsewhere, and stays fast at tens of thousands of runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from veriharness.spend.ledger import ledger_path, newest_entry, tail_entries
+
+__all__ = ["ConditionStatus", "ExperimentStatus", "read_status", "format_status", "run"]
+
+_HEAD_BYTES = 512
+_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
+_REASON = re.compile(rb'"reason":\s*(?:"([a-z_]+)"|null)')
+_DONE = frozenset({"ok", "max_turns", "timeout"})
+_RATE_LINES = 200
+COLUMNS = ("runs", "done", "running", "failed", "stopped", "to_go")
+
+
+@dataclass
+class ConditionStatus:
+    runs: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    agent_usd: float = 0.0
+    mllm_usd: float = 0.0
+
+
+@dataclass
+class ExperimentStatus:
+    experiment_dir: Path
+    conditions: dict[str, ConditionStatus]
+    max_usd: float | None
+    max_usd_per_run: float | None
+    spent_usd: float
+    rate_usd_per_hour: float | None
+    finished_per_hour: float | None
+    read_at: float
+
+    def total(self, column: str) -> int:
+        return sum(self._count(c, column) for c in self.conditions.values())
+
+    @staticmethod
+    def _count(status: ConditionStatus, column: str) -> int:
+        if column == "runs":
+            return status.runs
+        return status.counts[column]
+
+    def remaining(self) -> int:
+        return self.total("to_go") + self.total("running") + self.total("stopped")
+
+    def cost_to_finish(self) -> float | None:
+        finished = self.total("done") + self.total("failed")
+        if not finished:
+            return None
+        return self.spent_usd / finished * self.remaining()
+
+    def hours_to_finish(self) -> float | None:
+        if not self.finished_per_hour:
+            return None
+        return self.remaining() / self.finished_per_hour
+
+
+def _run_state(run_dir: str) -> tuple[str, float | None]:
+    """The run's column and, for a finished run, when its outcome was written."""
+    try:
+        fd = os.open(os.path.join(run_dir, "outcome.json"), os.O_RDONLY)
+    except FileNotFoundError:
+        if os.path.exists(os.path.join(run_dir, "transcript.jsonl")):
+            return "running", None
+        return "to_go", None
+    try:
+        head, written = os.read(fd, _HEAD_BYTES), os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+    status, reason = _STATUS.search(head), _REASON.search(head)
+    if status is None or reason is None:  # not the layout run-agent writes: read it all
+        try:
+            data = json.loads(Path(run_dir, "outcome.json").read_text(encoding="utf-8"))
+            value, why = str(data.get("status")), data.get("reason")
+        except (OSError, ValueError, AttributeError):
+            return "failed", written
+    else:
+        value = status.group(1).decode()
+        why = reason.group(1).decode() if reason and reason.group(1) else None
+    if value in _DONE:
+        return "done", written
+    if value == "budget_exhausted" or (value == "not_started" and why == "budget"):
+        return "stopped", None
+    if value == "not_started":
+        return "to_go", None
+    return "failed", written
+
+
+def _record(experiment_dir: Path) -> dict[str, Any]:
+    path = experiment_dir / "experiment.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read the experiment record ({error})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("matrix"), dict):
+        raise ValueError(f"{path}: not an experiment record with a matrix")
+    return record
+
+
+def _pace(stamps: list[float], now: float) -> float | None:
+    """Finished runs per hour over the span from the first finish to now."""
+    if len(stamps) < 2:
+        return None
+    span = now - min(stamps)
+    return len(stamps) / span * 3600 if span > 0 else None
+
+
+def _spend_rate(experiment_dir: Path) -> float | None:
+    entries = tail_entries(ledger_path(experiment_dir), _RATE_LINES)
+    if len(entries) < 2:
+        return None
+    first, last = entries[0], entries[-1]
+    hours = (
+        datetime.fromisoformat(last.time) - datetime.fromisoformat(first.time)
+    ).total_seconds() / 3600
+    spent = last.total_usd - first.total_usd + first.cost_usd
+    return spent / hours if hours > 0 else None
+
+
+def read_status(experiment_dir: Path) -> ExperimentStatus:
+    experiment_dir = Path(experiment_dir)
+    record = _record(experiment_dir)
+    matrix = record["matrix"]
+    replicates = int(matrix["replicates"])
+    execution = record.get("config", {}).get("execution", {})
+    conditions: dict[str, ConditionStatus] = {}
+    stamps: list[float] = []
+    for condition in matrix["conditions"]:
+        status = conditions[condition] = ConditionStatus()
+        base = str(experiment_dir / condition)
+        for task in matrix["tasks"]:
+            for replicate in range(1, replicates + 1):
+                state, written = _run_state(f"{base}/{task}/r{replicate}")
+                status.runs += 1
+                status.counts[state] += 1
+                if written is not None:
+                    stamps.append(written)
+    newest = newest_entry(ledger_path(experiment_dir))
+    if newest is not None:
+        for condition, totals in newest.by_condition.items():
+            status = conditions.setdefault(condition, ConditionStatus())
+            status.agent_usd = totals.get("agent", 0.0)
+            status.mllm_usd = totals.get("mllm", 0.0)
+    now = time.time()
+    return ExperimentStatus(
+        experiment_dir=experiment_dir,
+        conditions=conditions,
+        max_usd=execution.get("max_usd"),
+        max_usd_per_run=execution.get("max_usd_per_run"),
+        spent_usd=newest.total_usd if newest is not None else 0.0,
+        rate_usd_per_hour=_spend_rate(experiment_dir),
+        finished_per_hour=_pace(stamps, now),
+        read_at=now,
+    )
+
+
+def _money(value: float | None) -> str:
+    return "–" if value is None else f"${value:,.4f}"
+
+
+def _duration(hours: float | None) -> str:
+    if hours is None:
+        return "unknown (too few finished runs)"
+    minutes = hours * 60
+    return f"{minutes:.0f} min" if minutes < 120 else f"{hours:.1f} h"
+
+
+def format_status(status: ExperimentStatus) -> str:
+    stamp = datetime.fromtimestamp(status.read_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    head = ["condition", *COLUMNS, "agent_usd", "callmllm_usd"]
+    rows = []
+    for name, cond in status.conditions.items():
+        counts = [str(ExperimentStatus._count(cond, c)) for c in COLUMNS]
+        rows.append([name, *counts, f"{cond.agent_usd:.4f}", f"{cond.mllm_usd:.4f}"])
+    agent = sum(c.agent_usd for c in status.conditions.values())
+    mllm = sum(c.mllm_usd for c in status.conditions.values())
+    totals = [str(status.total(c)) for c in COLUMNS]
+    rows.append(["all", *totals, f"{agent:.4f}", f"{mllm:.4f}"])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [f"{status.experiment_dir}  ({stamp})", ""]
+    for row in [head, *rows]:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+    cap = status.max_usd
+    share = f" ({status.spent_usd / cap:.0%})" if cap else ""
+    lines += [
+        "",
+        f"spend      {_money(status.spent_usd)} of max_usd {_money(cap)}{share}; "
+        f"max_usd_per_run {_money(status.max_usd_per_run)}",
+        f"rate       {_money(status.rate_usd_per_hour)}/h (newest ledger lines); "
+        + (
+            f"{status.finished_per_hour:.1f} runs finished/h"
+            if status.finished_per_hour
+            else "pace unknown"
+        ),
+        f"to finish  {status.remaining()} runs, about {_money(status.cost_to_finish())} "
+        f"and {_duration(status.hours_to_finish())}",
+    ]
+    if cap is not None and status.spent_usd >= cap:
+        lines.append("the spending cap is reached: raise execution.max_usd and run again")
+    return "\n".join(lines) + "\n"
+
+
+def _default_experiment() -> Path | None:
+    records = sorted(Path("results").glob("*/experiment.json"), key=lambda p: p.stat().st_mtime)
+    return records[-1].parent if records else None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "experiment_dir",
+        nargs="?",
+        type=Path,
+        help="results/<experiment> (default: the newest experiment under results/)",
+    )
+    parser.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=5.0,
+        metavar="SECONDS",
+        help="print again every SECONDS (default 5) until interrupted",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = args.experiment_dir or _default_experiment()
+    if folder is None:
+        print("status: no results/<experiment>/experiment.json here; name one", file=sys.stderr)
+        return 2
+    if args.watch is not None and args.watch <= 0:
+        print(f"status: --watch needs a positive interval, got {args.watch}", file=sys.stderr)
+        return 2
+    while True:
+        try:
+            text = format_status(read_status(folder))
+        except ValueError as error:
+            print(f"status: {error}", file=sys.stderr)
+            return 2
+        if args.watch is None:
+            print(text, end="")
+            return 0
+        print("\033[H\033[2J" + text, end="", flush=True)
+        try:
+            time.sleep(args.watch)
+        except KeyboardInterrupt:
+            return 0
