@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:86cc9bf9a07d91060ba95d577e1e30d1824a97f5a85fe554843dcdde0089c29a",  # noqa: E501
-        "dashboard-chart": "sha256:818f40ae1737728116e4e3e2ba28954314490331d41cc7d4aabcf81fb1c8c252",  # noqa: E501
-        "landing-page": "sha256:49c7390db604717506b1cc37e5a51fe131beb480f81a2412ccb83a9bdbd45097",  # noqa: E501
-        "pricing-table": "sha256:2ae8af7dab430f1886b5406b677a32fb706b70aa8b697028dc154ae0152fb235",  # noqa: E501
-        "settings-page": "sha256:30a6072aa2f7f0827b6356ce1cdb5bc174f9b22de4090a2fc9fcd1209a03bf66",  # noqa: E501
-        "signup-form": "sha256:f4ab7f06fdb870ab45a8c000b306e61a790647a0ef5fb2562ab4d8754a33df2a",  # noqa: E501
+        "article": "sha256:7cc9ed00897764fc176e0dd870da5c32668ca1d61622cf4706824af7e4c4b7ca",  # noqa: E501
+        "dashboard-chart": "sha256:5c98de3c6bb08558d4e3dae1bf300d8f6ed705426d5e52b5ecba3a47c6b62aed",  # noqa: E501
+        "landing-page": "sha256:5bbe1ababcc42fb18fc2b7f8cd156cc889b917bf28f9a63608ae4422e617f884",  # noqa: E501
+        "pricing-table": "sha256:3ac14663558bfdee1ac0d89b3075561de9facf0cf973e093c5ca8b780e9b230d",  # noqa: E501
+        "settings-page": "sha256:e81b92105849aaa5a47cf47142ba1655b506ebdf9a41adc2fb8ce1566e4fdbd4",  # noqa: E501
+        "signup-form": "sha256:341a447a2b3d58a149942f4e95036f58d9b8c3961edae0d59d55b9d4ecea104b",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:9be611828195299ad6bfed2bf79161f24ff9ffd252d82f8b33bd3d7d74d9b038",  # noqa: E501
-        "dashboard-chart": "sha256:56f5b8248c3ef50f54f8abea75365cb0e8a060c5036a7b07f447b674799c3652",  # noqa: E501
-        "landing-page": "sha256:946c8ae623cf4e5f98025ecbeaf5ad12dc9543c5ffd1e5d3161c646fa67dfd69",  # noqa: E501
-        "pricing-table": "sha256:95c20101a3974b85c7d86323a3e6a5fcadeccea9c0fd2b30ccf6f47cb5a2bd11",  # noqa: E501
-        "settings-page": "sha256:143aff5cd35eed6a2a005e484e0b437135cd1b58ae0e98466d17a4764f11d1e5",  # noqa: E501
-        "signup-form": "sha256:329aa023b546b3a0da14515db385e6adfdde743f1428ee5e413a12003d6a5b42",  # noqa: E501
+        "article": "sha256:e6d66ae183edea1d20e511199f6d689c5fd6d09cbccb12c8feda0ee87b46a993",  # noqa: E501
+        "dashboard-chart": "sha256:e10afdd71c033021c2dff0c7f86ee3f810aea3a01501e0331ecefb1c386d0e78",  # noqa: E501
+        "landing-page": "sha256:7213d16b78d72f9d1b7ad8a90aa6ca37867435ca48f7741e7ea1a7e072314447",  # noqa: E501
+        "pricing-table": "sha256:cc1a8f318be14243b55ed12a892e65e007622a16abd90f41422e469ad0414b17",  # noqa: E501
+        "settings-page": "sha256:ea36bc53722381b7ee75d8371c5b7b312447e9bf6b8ab4cf96fac0e95dc376fb",  # noqa: E501
+        "signup-form": "sha256:e0ce9c6ec290ab7ee3239aeb8229fad496cbdd18ed07c9295cffa78d4d3e133e",  # noqa: E501
     },
 }
 

@@ -19,6 +19,7 @@ from veriharness.experiment.prompts import (
 )
 from veriharness.experiment.taxonomy import load_taxonomy
 from veriharness.mllm.catalog import load_catalog
+from veriharness.mllm.schema import CallRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
@@ -85,6 +86,9 @@ def test_b1_examples_are_complete_valid_requests() -> None:
                 assert set(item["region"]) == {"x", "y", "width", "height"}
         assert request["output"]["kind"] in ("text", "json")
         assert "schema" not in request["output"] or request["output"]["kind"] == "json"
+        # The frozen B1 text must never show a request the server refuses (e.g. D-0002: no
+        # example without an image input).
+        CallRequest.model_validate(request, context={"taxonomy_codes": taxonomy.codes})
 
 
 def test_b2_has_task_parts_and_no_legacy_tools_or_playbook() -> None:
