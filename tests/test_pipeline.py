@@ -318,6 +318,19 @@ def test_compare_null_plans_no_comparison(project: Path) -> None:
     assert "compare_conditions" not in text and "comparison.csv" not in text
 
 
+def test_a_list_of_compare_pairs_plans_one_comparison_with_every_pair(project: Path) -> None:
+    pairs = (
+        "compare:\n"
+        "  - {baseline: b3-absent, treatment: b3-present}\n"
+        "  - {baseline: b3-present, treatment: b3-absent}\n"
+    )
+    planned = snakemake(project, "-n", "-p", "all", extra_config=f"experiment: pairs\n{pairs}")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    text = planned.stdout + planned.stderr
+    assert re.search(r"^compare_conditions\s+1\s*$", text, re.MULTILINE), text[-2000:]
+    assert "--pair b3-absent b3-present --pair b3-present b3-absent" in text
+
+
 def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
     assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 0
     changed = snakemake(

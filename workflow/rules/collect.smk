@@ -1,4 +1,4 @@
-# Tables over every run and the paired comparison of two conditions.
+# Tables over every run and the paired comparisons of conditions.
 
 
 localrules:
@@ -37,7 +37,7 @@ rule collect_tables:
         "{VH} collect --experiment-dir {EXP_DIR} > {log} 2>&1"
 
 
-if COMPARE:
+if COMPARE_PAIRS:
 
     rule compare_conditions:
         input:
@@ -53,11 +53,9 @@ if COMPARE:
             f"{LOGS}/compare_conditions.log",
         localrule: True
         params:
-            baseline=COMPARE["baseline"],
-            treatment=COMPARE["treatment"],
+            pairs=" ".join(f"--pair {b} {t}" for b, t in COMPARE_PAIRS),
         shell:
-            "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
-            " --treatment {params.treatment} > {log} 2>&1"
+            "{VH} compare --experiment-dir {EXP_DIR} {params.pairs} > {log} 2>&1"
 
 
 rule summarize_task:

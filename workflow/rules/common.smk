@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
+    comparison_pairs,
     condition_inputs,
     identity_settings_digest,
     list_tasks,
@@ -36,8 +37,8 @@ TASKS = list_tasks(config)
 CONDITIONS = list(config["conditions"])
 REPLICATES = list(range(1, int(config["replicates"]) + 1))
 # `compare: null` asks for no comparison: no compare rule, and nothing waits for its file.
-COMPARE = config.get("compare")
-COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE else []
+COMPARE_PAIRS = comparison_pairs(config)
+COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE_PAIRS else []
 # Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:

@@ -136,7 +136,7 @@ class AgentSettings(_Strict):
 
 
 class CompareSettings(_Strict):
-    """Which two conditions the comparison pairs (analysis only; not hashed)."""
+    """Two conditions a comparison pairs, treatment minus baseline (analysis only; not hashed)."""
 
     baseline: str
     treatment: str
@@ -166,7 +166,10 @@ class ExperimentConfig(_Strict):
     taxonomy: str = "prompts/taxonomy/capabilities-v0.1.yaml"
     model_catalog: str = "config/model-catalog.offline.yaml"
     agent: AgentSettings = AgentSettings()
-    compare: CompareSettings | None = CompareSettings(baseline="b3-absent", treatment="b3-present")
+    # One pair, a list of pairs (one comparison each), or None for no comparison.
+    compare: CompareSettings | tuple[CompareSettings, ...] | None = CompareSettings(
+        baseline="b3-absent", treatment="b3-present"
+    )
     check_models: bool = True
     allow_uncommitted: bool = False
     execution: ExecutionSettings = ExecutionSettings()
@@ -192,16 +195,28 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="after")
     def _compare_names_listed_conditions(self) -> ExperimentConfig:
-        if self.compare is not None:
-            for role in ("baseline", "treatment"):
-                name = getattr(self.compare, role)
+        pairs = self.comparison_pairs()
+        if isinstance(self.compare, tuple) and not pairs:
+            raise ValueError("compare: an empty list; use null for no comparison")
+        for index, (baseline, treatment) in enumerate(pairs):
+            where = f"compare[{index}]" if isinstance(self.compare, tuple) else "compare"
+            for role, name in (("baseline", baseline), ("treatment", treatment)):
                 if name not in self.conditions:
                     raise ValueError(
-                        f"compare.{role} {name!r} is not one of conditions {list(self.conditions)}"
+                        f"{where}.{role} {name!r} is not one of conditions {list(self.conditions)}"
                     )
-            if self.compare.baseline == self.compare.treatment:
-                raise ValueError("compare.baseline and compare.treatment must differ")
+            if baseline == treatment:
+                raise ValueError(f"{where}.baseline and {where}.treatment must differ")
+        if repeated := sorted({p for p in pairs if pairs.count(p) > 1}):
+            raise ValueError(f"compare lists the pair(s) {repeated} more than once")
         return self
+
+    def comparison_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The (baseline, treatment) pairs to compare, in the order given; () for none."""
+        if self.compare is None:
+            return ()
+        listed = self.compare if isinstance(self.compare, tuple) else (self.compare,)
+        return tuple((c.baseline, c.treatment) for c in listed)
 
     def resolved(self) -> dict[str, Any]:
         """Every value, defaults included, as plain JSON-able data."""

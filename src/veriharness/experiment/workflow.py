@@ -25,6 +25,7 @@ __all__ = [
     "unwrap_experiment_record",
     "refuse_overwriting_a_record",
     "coerce_command_line_values",
+    "comparison_pairs",
     "list_tasks",
     "task_files",
     "condition_inputs",
@@ -73,6 +74,17 @@ def refuse_overwriting_a_record(configfiles: Iterable[str | Path], record: str |
 
 
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
+
+
+def comparison_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (baseline, treatment) pairs of a schema-validated config's `compare` (one pair, a
+    list of pairs, or null)."""
+    listed = config.get("compare")
+    if listed is None:
+        return []
+    return [
+        (p["baseline"], p["treatment"]) for p in (listed if isinstance(listed, list) else [listed])
+    ]
 
 
 def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) -> None:

@@ -5,6 +5,8 @@ Design notes:
 - Reads the collected tables (run `veriharness collect` first) and the run folders; writes only
   under --out. Plots are PNG (matplotlib Agg), each with a caption `.rst` beside it for
   `snakemake --report`; `report_plots` draws them.
+- When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
+  (difference, interval, p-values) and a plot of the differences.
 - The index lists every run with a link to its page; `report_page` writes one page per run folder.
   Run pages are written by worker processes (--jobs), which with pages that decode no image keeps
   a report of 10,000 runs to about the time of reading them.
@@ -22,6 +24,7 @@ import pandas as pd
 
 from veriharness.report.plots import (
     plot_capability_tags,
+    plot_comparison,
     plot_cost_vs_fidelity,
     plot_metrics_by_condition,
 )
@@ -44,6 +47,49 @@ def _write_pages(jobs: list[PageJob], workers: int) -> None:
     else:
         for job in jobs:
             run_page(job)
+
+
+_COMPARISON_COLUMNS = (
+    ("measure", "measure"),
+    ("n_pairs", "tasks"),
+    ("baseline_mean", "baseline"),
+    ("treatment_mean", "treatment"),
+    ("mean_diff", "diff"),
+    ("ci_low", "95% CI low"),
+    ("ci_high", "95% CI high"),
+    ("p_value", "p"),
+    ("p_holm", "p (Holm)"),
+)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "–" if pd.isna(value) else f"{value:.4g}"
+    return esc(str(value))
+
+
+def _comparison_sections(exp_dir: Path, out: Path) -> str:
+    """One section per compared pair of comparison.csv (empty when there is none)."""
+    path = exp_dir / "comparison.csv"
+    if not path.is_file():
+        return ""
+    table = pd.read_csv(path)
+    sections = []
+    for number, ((baseline, treatment), pair) in enumerate(
+        table.groupby(["baseline", "treatment"], sort=False), start=1
+    ):
+        plot = plot_comparison(pair, baseline, treatment, out / f"comparison_{number}.png")
+        head = "".join(f"<th>{esc(label)}</th>" for _, label in _COMPARISON_COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c, _ in _COMPARISON_COLUMNS) + "</tr>"
+            for _, row in pair.iterrows()
+        )
+        sections.append(
+            f"<h3>{esc(treatment)} vs {esc(baseline)}</h3>"
+            f"<table><tr>{head}</tr>{body}</table>"
+            f"<p>{esc(plot.with_suffix('.rst').read_text())}</p><img src='{esc(plot.name)}'>"
+        )
+    return "<h2>Comparisons</h2>" + "".join(sections)
 
 
 def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
@@ -76,10 +122,12 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         f"<img src='{esc(p.name)}'>"
         for p in plots
     )
+    comparisons = _comparison_sections(exp_dir, out)
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
-        f"<style>{CSS}</style></head><body><h1>{esc(exp_dir.name)}</h1>{images}<h2>Runs</h2>"
+        f"<style>{CSS}</style></head><body><h1>{esc(exp_dir.name)}</h1>{images}{comparisons}"
+        "<h2>Runs</h2>"
         "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
         f"<th></th></tr>{''.join(rows)}</table></body></html>",
         encoding="utf-8",
