@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from veriharness._util import atomic
+
 __all__ = ["MIN_SECRET_CHARS", "Redactor"]
 
 MIN_SECRET_CHARS = 8
@@ -42,4 +44,4 @@ class Redactor:
         text = path.read_text(encoding="utf-8", errors="replace")
         redacted = self(text)
         if redacted != text:
-            path.write_text(redacted, encoding="utf-8")
+            atomic.write_text(path, redacted)

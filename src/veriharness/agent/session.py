@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness.agent.isolation import claude_installation, python_paths, sandboxed
@@ -275,7 +276,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
     }
     try:
         mcp_path = run_dir / "mcp_config.json"
-        mcp_path.write_text(json.dumps(mcp_config(plan, workspace), indent=2) + "\n")
+        atomic.write_json(mcp_path, mcp_config(plan, workspace))
         with _model_endpoint(plan) as offline_url:
             env, recorded_env = session_environment(plan, config_dir, offline_url)
             command = command_line(plan, mcp_path)
@@ -331,7 +332,7 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
         if not plan.keep_workspace:
             remove_workspace(workspace)
         remove_workspace(config_dir)
-    (run_dir / "outcome.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     return outcome
 
 

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from veriharness._util import atomic
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -391,12 +392,6 @@ def comparisons_markdown(tables: list[pd.DataFrame]) -> str:
     return head + "\n".join(comparison_markdown(t, level=2) for t in tables)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     """Condition -> task -> identity hash from experiment.json; None when there is none."""
     if not path.is_file():
@@ -454,10 +449,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     csv = args.experiment_dir / "comparison.csv"
-    tmp = csv.with_name(f".{csv.name}.tmp")
-    comparisons_table(tables).to_csv(tmp, index=False)
-    os.replace(tmp, csv)
-    _write(args.experiment_dir / "comparison.md", comparisons_markdown(tables))
+    with atomic.replacing(csv) as tmp:
+        comparisons_table(tables).to_csv(tmp, index=False)
+    atomic.write_text(args.experiment_dir / "comparison.md", comparisons_markdown(tables))
     for table in tables:
         print(
             f"compare: {table.attrs['treatment']} vs {table.attrs['baseline']}: "

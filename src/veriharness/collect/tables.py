@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
+from veriharness._util import atomic
 from veriharness.collect.columns import (
     AGENT_TOOL_CALLS,
     CAPABILITY_COMBINATIONS,
@@ -151,15 +151,12 @@ def _csv_ready(df: pd.DataFrame) -> pd.DataFrame:
 def write_table(
     df: pd.DataFrame, stem: Path, formats: tuple[str, ...] = ("parquet", "csv")
 ) -> None:
-    stem.parent.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        final = stem.with_suffix(f".{fmt}")
-        tmp = final.with_name(f".{final.name}.tmp")
-        if fmt == "parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            _csv_ready(df).to_csv(tmp, index=False)
-        os.replace(tmp, final)
+        with atomic.replacing(stem.with_suffix(f".{fmt}")) as tmp:
+            if fmt == "parquet":
+                df.to_parquet(tmp, index=False)
+            else:
+                _csv_ready(df).to_csv(tmp, index=False)
 
 
 # --- command line -------------------------------------------------------------------------------
@@ -195,10 +192,8 @@ def _argument_error(args: argparse.Namespace) -> str | None:
 
 
 def _write_summary(args: argparse.Namespace, runs: pd.DataFrame) -> None:
-    args.summary.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.summary.with_name(f".{args.summary.name}.tmp")
-    _csv_ready(runs).to_csv(tmp, index=False)
-    os.replace(tmp, args.summary)
+    with atomic.replacing(args.summary) as tmp:
+        _csv_ready(runs).to_csv(tmp, index=False)
     what = f"condition {args.condition}" if args.condition else f"task {args.task}"
     print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
 

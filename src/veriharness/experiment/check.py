@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
 from veriharness.experiment.config import (
@@ -444,10 +445,7 @@ def run(args: argparse.Namespace) -> int:
     except DEFINITION_ERRORS as error:
         print(f"check-experiment: {error}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
+    atomic.write_json(args.out, record.model_dump(mode="json"))
     cells = sum(len(v) for v in record.cells.values())
     print(
         f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "

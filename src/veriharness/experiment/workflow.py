@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_json
 from veriharness.experiment.config import AgentSettings
 
@@ -208,9 +207,5 @@ def write_effective_config(
     text = json.dumps(wrapped, indent=2, sort_keys=True, default=str) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return str(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(tmp, path)
+    atomic.write_text(path, text)
     return str(path)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from veriharness._util import atomic
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
 from veriharness.offline.sse import approx_tokens, encode_sse
@@ -227,10 +228,8 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     if args.port_file is not None:
-        # Written whole and then renamed, so a reader polling for it never sees a partial port.
-        partial = args.port_file.with_name(args.port_file.name + ".partial")
-        partial.write_text(f"{server.server_address[1]}\n", encoding="utf-8")
-        partial.replace(args.port_file)
+        # Written whole, so a reader polling for it never sees a partial port.
+        atomic.write_text(args.port_file, f"{server.server_address[1]}\n")
     print(f"serve-offline: listening on {server.base_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 
 __all__ = ["add_arguments", "run"]
@@ -21,6 +22,5 @@ def run(args: argparse.Namespace) -> int:
     The workflow hashes each task's and condition's files once into such a file, so each run
     depends on two small digests instead of every file (a much smaller DAG to plan)."""
     lines = [f"{sha256_file(path)}  {path.as_posix()}" for path in sorted(set(args.files))]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic.write_text(args.out, "\n".join(lines) + "\n")
     return 0

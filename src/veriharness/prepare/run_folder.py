@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from veriharness._util import atomic
 from veriharness.experiment.check import (
     DEFINITION_ERRORS,
     Definition,
@@ -82,19 +83,14 @@ def prepare_run(
     return record, prompt
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_run(run_dir: Path, record: RunRecord, prompt: AssembledPrompt) -> None:
     for module in prompt.modules:
-        _write(run_dir / "prompt" / f"{module.id}.md", module.text)
-    _write(run_dir / "system_prompt.md", prompt.text)
+        atomic.write_text(run_dir / "prompt" / f"{module.id}.md", module.text)
+    atomic.write_text(run_dir / "system_prompt.md", prompt.text)
     # run.json last: its presence means the folder is complete.
-    _write(run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
+    atomic.write_text(
+        run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
@@ -67,7 +68,7 @@ def _white_png(viewport: Size) -> bytes:
 
 
 def _write_json(path: Path, model: BaseModel) -> None:
-    path.write_text(model.model_dump_json(indent=1, exclude_none=False) + "\n")
+    atomic.write_text(path, model.model_dump_json(indent=1, exclude_none=False) + "\n")
 
 
 def reference_size(reference: Path) -> Size:
@@ -120,7 +121,7 @@ def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Pa
     out_json = json.loads(record.model_dump_json())
     if record.timings.launch_ms is None:
         del out_json["timings"]["launch_ms"]
-    (out / "render.json").write_text(json.dumps(out_json, indent=1) + "\n")
+    atomic.write_json(out / "render.json", out_json, indent=1)
     return record
 
 

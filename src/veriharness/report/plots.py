@@ -7,6 +7,8 @@ from pathlib import Path
 
 import matplotlib
 
+from veriharness._util import atomic
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -24,7 +26,7 @@ def _save(fig: plt.Figure, path: Path, caption: str) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    path.with_suffix(".rst").write_text(caption + "\n", encoding="utf-8")
+    atomic.write_text(path.with_suffix(".rst"), caption + "\n")
     return path
 
 

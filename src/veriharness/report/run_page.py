@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from PIL import Image
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.run_files import load_json, read_jsonl
 from veriharness.collect.calls import (
@@ -88,10 +88,8 @@ def _copy_once(source: Path, dest: Path) -> None:
     """Copy unless `dest` exists; the rename makes concurrent workers safe."""
     if dest.exists():
         return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, dest)
+    with atomic.replacing(dest) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 class _Images:

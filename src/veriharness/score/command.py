@@ -20,12 +20,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness.score.audit import AuditRecord, audit_run, in_viewport
@@ -199,15 +199,9 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
 
 
 def _write(out_dir: Path, audit: AuditRecord, metrics: MetricsRecord) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name, record in (("audit.json", audit), ("metrics.json", metrics)):
         text = json.dumps(record.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        # Write then rename, so a reader never sees half a file.
-        with tempfile.NamedTemporaryFile(
-            "w", dir=out_dir, prefix=f".{name}.", delete=False, encoding="utf-8"
-        ) as handle:
-            handle.write(text)
-        os.replace(handle.name, out_dir / name)
+        atomic.write_text(out_dir / name, text)
 
 
 def _batch_jobs(path: Path) -> list[ScoreJob]:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import Box, OcrWord, read_words
 from veriharness._util.programs import find_tesseract
@@ -113,7 +114,5 @@ def cached_ocr_words(path: Path, cache_dir: Path | None) -> list[OcrWord]:
             for w in words
         ],
     }
-    partial = entry.with_suffix(f".{id(payload)}.tmp")
-    partial.write_text(json.dumps(payload), encoding="utf-8")
-    partial.replace(entry)
+    atomic.write_text(entry, json.dumps(payload))
     return words
