@@ -152,12 +152,30 @@ def test_no_request_the_model_received_holds_the_repository_markers(finished: Pa
 
 def test_tables_comparison_and_report(finished: Path) -> None:
     runs = pd.read_csv(finished / "tables" / "runs.csv")
-    assert len(runs) == 4
-    assert set(runs["condition"]) == set(CONDITIONS)
+    assert len(runs) == 6
+    sessions = runs[runs["answer_source"] == "session"]
+    assert set(sessions["condition"]) == set(CONDITIONS) and len(sessions) == 4
     assert (finished / "comparison.csv").is_file()
     assert (finished / "report" / "index.html").is_file()
     for condition in CONDITIONS:
         assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
+
+
+def test_the_reference_set_is_imported_and_scored_through_the_workflow(finished: Path) -> None:
+    runs = pd.read_csv(finished / "tables" / "runs.csv").set_index(["condition", "task"])
+    for task in TASKS:
+        run = runs.loc[("external:reference", task)]
+        assert run.answer_source == "external" and run.in_matrix
+        assert pd.isna(run.mllm_calls) and pd.isna(run.cost_usd)
+        folder = finished / "external:reference" / task / "r1"
+        assert json.loads((folder / "outcome.json").read_text())["kind"] == "external_answer"
+        assert not (folder / "transcript.jsonl").exists()
+        if task == SCREENSHOT_ONLY:  # no reference.html in this copy: listed, not scored
+            assert run.status == "missing_answer" and "reference.html" in run.reason
+        else:
+            assert run.status == "ok" and run.metric_ssim >= 0.99 and run.metric_block_match >= 0.99
+    index = (finished / "report" / "index.html").read_text()
+    assert "<h2>External answers</h2>" in index
 
 
 def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:
@@ -183,7 +201,7 @@ def test_snakemake_report_holds_the_tables_renders_and_run_pages(
     assert any(n.endswith("comparison.csv") for n in names)
     # Each run's render is its own report item; the run pages carry one more copy each.
     items = [n for n in names if re.fullmatch(r"report/data/raw/[0-9a-f]+/render\.png", n)]
-    assert len(items) == 4
+    assert len(items) == 4 + len(TASKS)  # the sessions', and the reference set's
     for condition in CONDITIONS:
         for task in TASKS:
             page_render = f"/runs/{condition}/{task}/r1/render.png"
@@ -195,7 +213,8 @@ def test_targets_for_one_task_one_run_and_a_forced_session(finished: Path, proje
     by_task = snakemake(project, "--cores", "2", "results/example/by-task/landing-page.csv")
     assert by_task.returncode == 0, by_task.stderr[-3000:]
     rows = pd.read_csv(finished / "by-task" / "landing-page.csv")
-    assert sorted(rows["condition"]) == CONDITIONS and set(rows["task"]) == {"landing-page"}
+    conditions = sorted([*CONDITIONS, "external:reference"])  # the reference set is on by default
+    assert sorted(rows["condition"]) == conditions and set(rows["task"]) == {"landing-page"}
     one_run = "results/example/b3-present/landing-page/r1/metrics.json"
     assert _planned_agent_jobs(snakemake(project, "-n", one_run)) == 0
     forced = snakemake(project, "-n", one_run, "--forcerun", "run_agent")
@@ -210,10 +229,10 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, proje
     )  # fmt: skip
     assert short.returncode == 0, short.stderr[-3000:]
     experiment = project / "results" / "short"
-    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    runs = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
     assert len(runs) == 4
     assert set(runs["status"]) == {"max_turns"}, runs[["status", "reason"]]
-    for metrics in experiment.glob("*/*/r1/metrics.json"):
+    for metrics in experiment.glob("b3-*/*/r1/metrics.json"):
         assert json.loads(metrics.read_text())["status"] == "no_render"
     record = json.loads((experiment / "experiment.json").read_text())
     assert record["provenance"]["uncommitted_changes"] is True
@@ -245,7 +264,7 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
     try:
         deadline = time.monotonic() + 300
         # A render that has started means its run's session job is complete for Snakemake.
-        while not list(experiment.glob("*/*/r1/render/render.json")):
+        while not list(experiment.glob("b3-*/*/r1/render/render.json")):
             assert time.monotonic() < deadline and process.poll() is None
             time.sleep(0.2)
     finally:
@@ -253,14 +272,15 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
             os.killpg(process.pid, signal.SIGINT)
         process.wait(timeout=120)
     assert not _sessions_alive(experiment), "an interrupted job left its claude session running"
-    completed = {p.parent.parent for p in experiment.glob("*/*/r1/render/render.json")}
+    completed = {p.parent.parent for p in experiment.glob("b3-*/*/r1/render/render.json")}
     stamps = {run: (run / "outcome.json").stat().st_mtime_ns for run in completed}
     planned = _planned_agent_jobs(snakemake(project, "-n", "all", extra_config=extra))
     assert 1 <= planned <= 4 - len(completed)
     assert snakemake(project, "--cores", "2", "all", extra_config=extra).returncode == 0
     for run, stamp in stamps.items():
         assert (run / "outcome.json").stat().st_mtime_ns == stamp, f"{run} was run again"
-    assert len(pd.read_csv(experiment / "tables" / "runs.csv").query("status == 'ok'")) == 4
+    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs.query("status == 'ok' and answer_source == 'session'")) == 4
 
 
 def _sessions_alive(experiment: Path) -> list[str]:

@@ -11,6 +11,7 @@ localrules:
 rule summarize_condition:
     input:
         lambda w: run_paths("metrics.json", conditions=[w.condition]),
+        lambda w: run_paths("inferred_tags.json", conditions=[w.condition]),
     output:
         f"{EXP_DIR}/{{condition}}/summary.csv",
     log:
@@ -25,6 +26,7 @@ rule collect_tables:
     # output once, not twice (planning time at 10,000 runs).
     input:
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
+        EXTERNAL_METRICS,
     output:
         runs=report(
             f"{EXP_DIR}/tables/runs.csv",
@@ -61,6 +63,9 @@ if COMPARE_PAIRS:
 rule summarize_task:
     input:
         lambda w: run_paths("metrics.json", tasks=[w.task]),
+        lambda w: expand(
+            f"{EXTERNAL_RUN}/metrics.json", external=EXTERNAL_SETS, task=[w.task]
+        ),
     output:
         f"{EXP_DIR}/by-task/{{task}}.csv",
     log:

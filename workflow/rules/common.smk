@@ -38,6 +38,12 @@ CONDITIONS = list(config["conditions"])
 REPLICATES = list(range(1, int(config["replicates"]) + 1))
 # `compare: null` asks for no comparison: no compare rule, and nothing waits for its file.
 COMPARE_PAIRS = comparison_pairs(config)
+# Answer sets no session wrote: each is the condition external:<name>, one run per task.
+EXTERNAL_SETS = [answers["name"] for answers in config.get("external_answers") or []]
+EXTERNAL_RUN = f"{EXP_DIR}/external:{{external}}/{{task}}/r1"
+EXTERNAL_METRICS = expand(
+    f"{EXTERNAL_RUN}/metrics.json", external=EXTERNAL_SETS, task=TASKS
+)
 COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE_PAIRS else []
 # Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
 VH = f"{sys.executable} -m veriharness"
@@ -64,7 +70,8 @@ localrules:
 
 
 wildcard_constraints:
-    condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    condition="(external:)?[A-Za-z0-9][A-Za-z0-9_.-]*",
+    external="[A-Za-z0-9][A-Za-z0-9_.-]*",
     task="[A-Za-z0-9][A-Za-z0-9_.-]*",
     replicate=r"\d+",
 

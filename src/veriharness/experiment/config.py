@@ -33,6 +33,9 @@ __all__ = [
     "ConfigError",
     "AgentSettings",
     "CompareSettings",
+    "AnnotationSettings",
+    "EXTERNAL_PREFIX",
+    "ExternalAnswers",
     "ExecutionSettings",
     "ExperimentConfig",
     "Viewport",
@@ -142,6 +145,41 @@ class CompareSettings(_Strict):
     treatment: str
 
 
+EXTERNAL_PREFIX = "external:"
+
+
+class ExternalAnswers(_Strict):
+    """A set of answers no session wrote, scored as the condition ``external:<name>`` (analysis
+    only; not hashed). ``folder``: ``<dir>/<task>/answer.html`` (+ ``assets/``);
+    ``task_references``: each task's own ``reference.html`` and ``assets/`` (the ceiling)."""
+
+    name: str = Field(pattern=_ID)
+    source: Literal["folder", "task_references"] = "folder"
+    dir: str | None = None
+
+    @model_validator(mode="after")
+    def _dir_with_folder_only(self) -> ExternalAnswers:
+        if self.source == "folder" and not self.dir:
+            raise ValueError(f"external answers {self.name!r}: source 'folder' needs dir")
+        if self.source == "task_references" and self.dir is not None:
+            raise ValueError(
+                f"external answers {self.name!r}: source 'task_references' takes no dir "
+                f"(got {self.dir!r}); it reads tasks_dir"
+            )
+        return self
+
+    @property
+    def condition(self) -> str:
+        return EXTERNAL_PREFIX + self.name
+
+
+class AnnotationSettings(_Strict):
+    """Who labels CallMLLM calls with inferred capability tags (analysis only; not hashed)."""
+
+    profile: str | None = None
+    prompt: str = Field(default="annotator-v0.1", pattern=_ID)
+
+
 class ExecutionSettings(_Strict):
     """How the runs are executed: recorded in every record, never hashed."""
 
@@ -170,6 +208,10 @@ class ExperimentConfig(_Strict):
     compare: CompareSettings | tuple[CompareSettings, ...] | None = CompareSettings(
         baseline="b3-absent", treatment="b3-present"
     )
+    external_answers: tuple[ExternalAnswers, ...] = (
+        ExternalAnswers(name="reference", source="task_references"),
+    )
+    annotation: AnnotationSettings = AnnotationSettings()
     check_models: bool = True
     allow_uncommitted: bool = False
     execution: ExecutionSettings = ExecutionSettings()
@@ -193,17 +235,32 @@ class ExperimentConfig(_Strict):
                 raise ValueError(f"tasks lists {repeated} more than once")
         return value
 
+    @field_validator("external_answers")
+    @classmethod
+    def _external_names_unique(
+        cls, value: tuple[ExternalAnswers, ...]
+    ) -> tuple[ExternalAnswers, ...]:
+        if repeated := _repeated(tuple(s.name for s in value)):
+            raise ValueError(f"external_answers names {repeated} more than once")
+        return value
+
+    def compared_conditions(self) -> list[str]:
+        """What a comparison may name: the conditions and the external answer sets."""
+        return [*self.conditions, *(s.condition for s in self.external_answers)]
+
     @model_validator(mode="after")
     def _compare_names_listed_conditions(self) -> ExperimentConfig:
         pairs = self.comparison_pairs()
         if isinstance(self.compare, tuple) and not pairs:
             raise ValueError("compare: an empty list; use null for no comparison")
+        known = self.compared_conditions()
         for index, (baseline, treatment) in enumerate(pairs):
             where = f"compare[{index}]" if isinstance(self.compare, tuple) else "compare"
             for role, name in (("baseline", baseline), ("treatment", treatment)):
-                if name not in self.conditions:
+                if name not in known:
                     raise ValueError(
-                        f"{where}.{role} {name!r} is not one of conditions {list(self.conditions)}"
+                        f"{where}.{role} {name!r} is not one of conditions "
+                        f"(or external answer sets) {known}"
                     )
             if baseline == treatment:
                 raise ValueError(f"{where}.baseline and {where}.treatment must differ")

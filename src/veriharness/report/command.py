@@ -5,6 +5,8 @@ Design notes:
 - Reads the collected tables (run `veriharness collect` first) and the run folders; writes only
   under --out. Plots are PNG (matplotlib Agg), each with a caption `.rst` beside it for
   `snakemake --report`; `report_plots` draws them.
+- Answer sets no session wrote (`external:<name>`) get a table of every metric per task; the
+  reference set's row is each metric's ceiling on that task.
 - When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
   (difference, interval, p-values) and a plot of the differences.
 - The index lists every run with a link to its page; `report_page` writes one page per run folder.
@@ -68,6 +70,30 @@ def _cell(value: object) -> str:
     return esc(str(value))
 
 
+def _ceiling_section(runs: pd.DataFrame) -> str:
+    """Every metric of every task for answer sets no session wrote (the reference set's values
+    are each metric's ceiling on that task)."""
+    external = runs[runs.get("answer_source", pd.Series(dtype=str)) == "external"]
+    if external.empty:
+        return ""
+    metrics = sorted(c for c in runs.columns if c.startswith("metric_"))
+    head = "".join(f"<th>{esc(m.removeprefix('metric_'))}</th>" for m in metrics)
+    rows = "".join(
+        f"<tr><td>{esc(r['condition'])}</td><td>{esc(r['task'])}</td><td>{esc(r['status'])}</td>"
+        + "".join(
+            f"<td>{_cell(float(r[m]) if pd.notna(r[m]) else float('nan'))}</td>" for m in metrics
+        )
+        + "</tr>"
+        for _, r in external.sort_values(["condition", "task"]).iterrows()
+    )
+    return (
+        "<h2>External answers</h2><p>Answers no session wrote, scored by the same render, audit "
+        "and metrics. <code>external:reference</code> is each task's own reference.html: its "
+        "values are the ceiling of each metric on that task.</p>"
+        f"<table><tr><th>set</th><th>task</th><th>status</th>{head}</tr>{rows}</table>"
+    )
+
+
 def _comparison_sections(exp_dir: Path, out: Path) -> str:
     """One section per compared pair of comparison.csv (empty when there is none)."""
     path = exp_dir / "comparison.csv"
@@ -122,7 +148,7 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         f"<img src='{esc(p.name)}'>"
         for p in plots
     )
-    comparisons = _comparison_sections(exp_dir, out)
+    comparisons = _ceiling_section(runs) + _comparison_sections(exp_dir, out)
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
