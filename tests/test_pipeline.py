@@ -178,6 +178,34 @@ def test_the_reference_set_is_imported_and_scored_through_the_workflow(finished:
     assert "<h2>External answers</h2>" in index
 
 
+def test_every_call_gets_inferred_tags_and_the_agreement_is_reported(finished: Path) -> None:
+    for condition in CONDITIONS:
+        for task in TASKS:
+            run = _run_dir(finished, condition, task)
+            record = json.loads((run / "inferred_tags.json").read_text())
+            assert record["annotator"]["kind"] == "rule-based"
+            assert len(record["calls"]) >= _mllm_calls(run) >= 1  # rejected calls too
+    tags = pd.read_csv(finished / "tables" / "capability_tags.csv")
+    assert set(tags["source"]) == {"declared", "inferred"}
+    agreement = pd.read_csv(finished / "tables" / "tag_agreement.csv")
+    assert "all" in set(agreement["level"])
+    index = (finished / "report" / "index.html").read_text()
+    assert "<h2>Declared vs inferred capability tags</h2>" in index
+
+
+def _planned(result: subprocess.CompletedProcess[str], rule: str) -> int:
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def test_changing_the_annotator_reruns_annotation_only(finished: Path, project: Path) -> None:
+    assert _planned(snakemake(project, "-n", "all"), "annotate_calls") == 0
+    model = snakemake(project, "-n", "all", extra_config="annotation: {profile: default}\n")
+    assert _planned(model, "annotate_calls") == 4
+    assert _planned(model, "run_agent") == 0 and _planned(model, "render_answer") == 0
+
+
 def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:
     calls = pd.read_parquet(finished / "tables" / "mllm_calls.parquet")
     uses = pd.read_parquet(finished / "tables" / "agent_tool_calls.parquet")

@@ -7,6 +7,8 @@ Design notes:
   `snakemake --report`; `report_plots` draws them.
 - Answer sets no session wrote (`external:<name>`) get a table of every metric per task; the
   reference set's row is each metric's ceiling on that task.
+- Declared vs inferred capability tags: the tag_agreement table (per code, per family, overall)
+  with the annotator named and a rule-based one marked as such.
 - When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
   (difference, interval, p-values) and a plot of the differences.
 - The index lists every run with a link to its page; `report_page` writes one page per run folder.
@@ -94,6 +96,49 @@ def _ceiling_section(runs: pd.DataFrame) -> str:
     )
 
 
+def _agreement_section(exp_dir: Path) -> str:
+    """Declared vs inferred capability tags (tables/tag_agreement.parquet, when collected)."""
+    path = exp_dir / "tables" / "tag_agreement.parquet"
+    inferred_path = exp_dir / "tables" / "inferred_tags.parquet"
+    if not path.is_file() or not inferred_path.is_file():
+        return ""
+    table = pd.read_parquet(path)
+    inferred = pd.read_parquet(inferred_path)
+    if inferred.empty:
+        return "<h2>Declared vs inferred capability tags</h2><p>no annotated call</p>"
+    annotators = inferred.drop_duplicates("annotator")
+    who = "; ".join(
+        f"{esc(str(a.annotator))} ({esc(str(a.annotator_kind))} {esc(str(a.annotator_version))}"
+        + (", rule-based: a weak baseline, no model" if a.annotator_kind == "rule-based" else "")
+        + ")"
+        for a in annotators.itertuples()
+    )
+    statuses = ", ".join(f"{k} {v}" for k, v in inferred["status"].value_counts().items())
+    parts = [
+        "<h2>Declared vs inferred capability tags</h2>",
+        f"<p>Annotator: {who}. Annotations: {esc(statuses)}. Declared tags are read as the guess, "
+        "inferred ones as the reference.</p>",
+    ]
+    for level, columns in (
+        ("all", ("n_calls", "mean_jaccard")),
+        ("family", ("n_calls", "n_declared", "n_inferred", "n_both", "kappa")),
+        ("code", ("n_calls", "n_declared", "n_inferred", "n_both", "precision", "recall")),
+    ):
+        rows = table[table["level"] == level]
+        head = "".join(f"<th>{esc(c)}</th>" for c in ("annotator", "key", *columns))
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{_cell(float(r[c]) if isinstance(r[c], float | int) else r[c])}</td>"
+                for c in ("annotator", "key", *columns)
+            )
+            + "</tr>"
+            for _, r in rows.iterrows()
+        )
+        parts.append(f"<h3>{esc(level)}</h3><table><tr>{head}</tr>{body}</table>")
+    return "".join(parts)
+
+
 def _comparison_sections(exp_dir: Path, out: Path) -> str:
     """One section per compared pair of comparison.csv (empty when there is none)."""
     path = exp_dir / "comparison.csv"
@@ -148,7 +193,9 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         f"<img src='{esc(p.name)}'>"
         for p in plots
     )
-    comparisons = _ceiling_section(runs) + _comparison_sections(exp_dir, out)
+    comparisons = (
+        _ceiling_section(runs) + _agreement_section(exp_dir) + _comparison_sections(exp_dir, out)
+    )
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
