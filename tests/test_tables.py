@@ -319,7 +319,9 @@ def test_experiment_json_matrix_is_used_when_present(tmp_path) -> None:
         tmp_path / "results", tasks=2, faults={("base", "task-001", 1): "missing"}
     )
     matrix = {"conditions": ["base", "treat"], "tasks": ["task-000", "task-001"], "replicates": 1}
-    (exp.exp_dir / "experiment.json").write_text(json.dumps({"matrix": matrix}))
+    (exp.exp_dir / "experiment.json").write_text(
+        json.dumps({"kind": "experiment_record", "matrix": matrix})
+    )
     extraction = experiment_runs.collect_runs(exp.exp_dir)
     assert extraction.missing == [trace_reading.RunKey("base", "task-001", 1)]
     assert len(tables.runs_df(extraction)) == 4
@@ -340,7 +342,9 @@ def test_a_malformed_experiment_json_matrix_stops_collect_with_its_field(
     tmp_path, matrix, message
 ) -> None:
     exp = write_experiment(tmp_path / "results", tasks=1)
-    (exp.exp_dir / "experiment.json").write_text(json.dumps({"matrix": matrix}))
+    (exp.exp_dir / "experiment.json").write_text(
+        json.dumps({"kind": "experiment_record", "matrix": matrix})
+    )
     proc = _collect("--experiment-dir", str(exp.exp_dir))
     assert proc.returncode == 2
     assert "experiment.json" in proc.stderr and message in proc.stderr
@@ -402,3 +406,25 @@ def test_a_json_file_that_is_not_utf8_is_named_not_a_crash(tmp_path) -> None:
     errors: list[str] = []
     assert load_json(path, "metrics.json", errors) is None
     assert errors == ["metrics.json: not UTF-8 text (invalid start byte at byte 13)"]
+
+
+def test_collect_builds_the_runs_table_once_and_lists_missing_runs(tmp_path, monkeypatch) -> None:
+    exp = write_experiment(
+        tmp_path / "results", tasks=2, faults={("base", "task-001", 1): "missing"}
+    )
+    built = []
+    original = tables.runs_df
+
+    def counting(extraction):
+        built.append(len(extraction.extracts))
+        return original(extraction)
+
+    monkeypatch.setattr(tables, "runs_df", counting)
+    expected = exp.write_expected(tmp_path / "expected.json")
+    assert (
+        cli.main(["collect", "--experiment-dir", str(exp.exp_dir), "--expected", str(expected)])
+        == 0
+    )
+    assert built == [4]
+    missing = pd.read_csv(exp.exp_dir / "tables" / "missing.csv")
+    assert missing.to_dict("records") == [{"condition": "base", "task": "task-001", "replicate": 1}]

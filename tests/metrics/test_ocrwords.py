@@ -13,10 +13,9 @@ from scipy import ndimage
 from veriharness._util.ocr import Box, OcrWord
 from veriharness.score.metrics.ocrpasses import (
     MIN_CONFIDENCE,
-    contrast_image,
     flat_panels,
+    ink_images,
     merge_readings,
-    panel_contrast_image,
     plausible_word,
     strokes_removed,
     tesseract_words,
@@ -95,7 +94,7 @@ def test_the_merged_reading_finds_light_text_the_single_reading_misses() -> None
 
 
 def test_contrast_image_draws_any_text_dark_on_white() -> None:
-    contrast = np.asarray(contrast_image(_sidebar()))
+    contrast = np.asarray(ink_images(_sidebar())["contrast"])
     assert (contrast[5:15, 5:195] == 255).all()  # dark panel, no text: white
     assert (contrast[5:15, 215:415] == 255).all()  # white page: white
     assert contrast[30:50, 250:390].min() < 60  # white text on the button: dark ink
@@ -156,7 +155,7 @@ def _struck_through() -> Image.Image:
 
 
 def test_strike_through_lines_are_painted_over_and_glyph_stems_kept() -> None:
-    contrast = contrast_image(_struck_through())
+    contrast = ink_images(_struck_through())["contrast"]
     before, after = np.asarray(contrast), np.asarray(strokes_removed(contrast))
     stroke_rows = np.flatnonzero((before[:60, 20:120] < 200).all(axis=1))
     assert stroke_rows.size == 1  # the drawing really has a continuous 1 px line
@@ -170,7 +169,9 @@ def test_strike_through_lines_are_painted_over_and_glyph_stems_kept() -> None:
 
 def test_struck_through_words_are_read() -> None:
     image = _struck_through()
-    assert "domains" not in words_of(w.text for w in tesseract_words(contrast_image(image), psm=11))
+    assert "domains" not in words_of(
+        w.text for w in tesseract_words(ink_images(image)["contrast"], psm=11)
+    )
     assert sorted(words_of(w.text for w in reference_ocr_words(image))) == ["custom", "domains"]
 
 
@@ -206,8 +207,8 @@ def test_text_on_a_small_light_panel_inside_a_dark_one_is_read_by_the_panel_read
     image = _toggle()
     # The median background of a small white pill in a dark bar is dark, so the whole pill
     # turns to ink and its text is lost in the contrast reading.
-    assert "yearly" not in _sparse_reading(contrast_image(image))
-    assert {"yearly", "20"} <= set(_sparse_reading(panel_contrast_image(image)))
+    assert "yearly" not in _sparse_reading(ink_images(image)["contrast"])
+    assert {"yearly", "20"} <= set(_sparse_reading(ink_images(image)["panel"]))
     assert sorted(words_of(w.text for w in reference_ocr_words(image))) == [
         "20",
         "monthly",
@@ -215,13 +216,11 @@ def test_text_on_a_small_light_panel_inside_a_dark_one_is_read_by_the_panel_read
     ]
 
 
-def test_the_panel_reading_falls_back_to_the_median_far_from_any_panel() -> None:
+def test_a_screenshot_without_a_flat_panel_is_not_read_a_second_time() -> None:
     noise = np.random.default_rng(7).integers(0, 256, (80, 80, 3), dtype=np.uint8)
     image = Image.fromarray(noise)
     assert not flat_panels(image).any()
-    assert np.array_equal(
-        np.asarray(panel_contrast_image(image)), np.asarray(contrast_image(image))
-    )
+    assert list(ink_images(image)) == ["contrast"]
 
 
 def test_the_same_text_in_slightly_overlapping_boxes_is_one_word() -> None:

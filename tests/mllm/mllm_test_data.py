@@ -6,11 +6,15 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from pydantic import TypeAdapter
 
-__all__ = ["ANTHROPIC_KEY_VALUE", "header_only_png", "noise_image", "closed_port"]
+from veriharness.mllm.trace import TraceEvent
+
+__all__ = ["ANTHROPIC_KEY_VALUE", "header_only_png", "noise_image", "closed_port", "read_trace"]
 
 ANTHROPIC_KEY_VALUE = "sk-stub-secret-0123456789abcdef"
 
@@ -37,3 +41,12 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+_EVENTS: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+
+def read_trace(path: Path) -> list[TraceEvent]:
+    """Every event of a trace file, validated against the trace's event models."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [_EVENTS.validate_json(line) for line in lines if line.strip()]

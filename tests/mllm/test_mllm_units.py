@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mllm_test_data import noise_image
+from mllm_test_data import noise_image, read_trace
 
 from veriharness.mllm.backends import (
     AnthropicMessagesBackend,
@@ -30,7 +30,7 @@ from veriharness.mllm.schema import (
     TextOutput,
     check_reply,
 )
-from veriharness.mllm.trace import CallRejected, TraceWriter, read_trace
+from veriharness.mllm.trace import CallRejected, TraceWriter
 
 MODULES = ["schema", "images", "backends", "trace", "server", "catalog"]
 

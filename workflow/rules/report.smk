@@ -19,6 +19,8 @@ rule write_report:
     log:
         f"{LOGS}/write_report.log",
     threads: 2
+    params:
+        tasks_dir=config["tasks_dir"],
     shell:
         "{VH} report --experiment-dir {EXP_DIR} --out {EXP_DIR}/report --jobs {threads}"
-        " > {log} 2>&1"
+        " --tasks-dir {params.tasks_dir} > {log} 2>&1"

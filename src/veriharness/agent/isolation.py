@@ -67,10 +67,10 @@ def sandboxed(
         args += _bind_system(Path(path))
     args += ["--ro-bind-try", _RESOLVER, _RESOLVER]
     args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in _outermost(Path(p).resolve() for p in readable):
-        args += ["--ro-bind", str(path), str(path)]
-    for path in _outermost(Path(p).resolve() for p in writable):
-        args += ["--bind", str(path), str(path)]
+    for folder in _outermost(Path(p).resolve() for p in readable):
+        args += ["--ro-bind", str(folder), str(folder)]
+    for folder in _outermost(Path(p).resolve() for p in writable):
+        args += ["--bind", str(folder), str(folder)]
     args += ["--setenv", "HOME", str(home), "--chdir", str(workdir), "--"]
     return args + command
 

@@ -87,7 +87,7 @@ class CallAnnotation(BaseModel):
 
 
 class AnnotationRecord(BaseModel):
-    kind: Literal["inferred_capability_tags"] = RECORD_KIND
+    kind: Literal["inferred_capability_tags"] = "inferred_capability_tags"
     annotator: AnnotatorInfo
     annotator_digest: str
     calls: list[CallAnnotation]
@@ -207,7 +207,7 @@ class ModelAnnotator:
         self.taxonomy = taxonomy
         self.prompt, _, _ = _prompt(prompts_dir, prompt_id, taxonomy)
         self.backend = backend_for(profile.provider)  # a CatalogError when the key is not set
-        self.output = JsonOutput(kind="json", schema=codes_schema(taxonomy))
+        self.output = JsonOutput.model_validate({"kind": "json", "schema": codes_schema(taxonomy)})
 
     def annotate(
         self, calls: list[CallView], task_dir: Path, run_dir: Path

@@ -55,7 +55,8 @@ def trace_calls(path: Path, errors: list[str]) -> list[CallView]:
             continue
         inputs = [i for i in request.get("inputs") or [] if isinstance(i, dict)]
         inputs = [{**i, "kind": _kind(i)} for i in inputs]
-        output = request.get("output") if isinstance(request.get("output"), dict) else {}
+        raw_output = request.get("output")
+        output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
         calls[call_id] = CallView(
             call_id,
             str(request.get("instruction") or ""),

@@ -74,12 +74,19 @@ _SHAPE: dict[str, Callable[[CallView], bool]] = {
 _NEEDS_TWO_IMAGES = frozenset({"F1", "F3", "G1", "G2"})
 
 
+def _never(_: CallView) -> bool:
+    return False
+
+
+_NOTHING = re.compile(r"(?!)")
+
+
 def rule_codes(call: CallView, codes: tuple[str, ...]) -> list[str]:
     """The codes the rules give the call, in taxonomy order; Z1 when none applies."""
     found = []
     for code in codes:
-        matched = bool(_INSTRUCTION.get(code, re.compile(r"(?!)")).search(call.instruction))
-        matched = matched or _SHAPE.get(code, lambda _: False)(call)
+        matched = bool(_INSTRUCTION.get(code, _NOTHING).search(call.instruction))
+        matched = matched or _SHAPE.get(code, _never)(call)
         if matched and (code not in _NEEDS_TWO_IMAGES or _images(call) >= 2):
             found.append(code)
     if not found and "Z1" in codes:

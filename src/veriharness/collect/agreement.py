@@ -80,12 +80,13 @@ def agreement_rows(inferred: pd.DataFrame) -> list[dict[str, object]]:
                 | {"precision": _ratio(both, d), "recall": _ratio(both, i)}
             )
         for family in sorted({c[0] for c in codes}):
-            d = np.array([any(c[0] == family for c in x) for x in declared])
-            i = np.array([any(c[0] == family for c in y) for y in given])
+            has_d = np.array([any(c[0] == family for c in x) for x in declared])
+            has_i = np.array([any(c[0] == family for c in y) for y in given])
             rows.append(
                 base
-                | {"level": "family", "key": family, "n_declared": int(d.sum())}
-                | {"n_inferred": int(i.sum()), "n_both": int((d & i).sum()), "kappa": _kappa(d, i)}
+                | {"level": "family", "key": family, "n_declared": int(has_d.sum())}
+                | {"n_inferred": int(has_i.sum()), "n_both": int((has_d & has_i).sum())}
+                | {"kappa": _kappa(has_d, has_i)}
             )
         mean = float(usable["jaccard"].mean()) if n else float("nan")
         rows.append(base | {"level": "all", "key": "all", "mean_jaccard": mean})

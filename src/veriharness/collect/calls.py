@@ -68,8 +68,9 @@ class TraceCall:
     @property
     def recorded_tool_use_id(self) -> str | None:
         for event in (self.started, self.end):
-            if isinstance(event, dict) and isinstance(event.get("tool_use_id"), str):
-                return event["tool_use_id"]
+            found = event.get("tool_use_id") if isinstance(event, dict) else None
+            if isinstance(found, str):
+                return found
         return None
 
 
@@ -155,9 +156,9 @@ def transcript_tool_uses(
                 by_id[str(block.get("id"))] = row
         elif kind == "user":
             for block in message_blocks(event):
-                row = by_id.get(str(block.get("tool_use_id")))
-                if block.get("type") == "tool_result" and row is not None:
-                    row["is_error"] = bool(block.get("is_error", False))
+                result_of = by_id.get(str(block.get("tool_use_id")))
+                if block.get("type") == "tool_result" and result_of is not None:
+                    result_of["is_error"] = bool(block.get("is_error", False))
                     row["has_result"] = True
     return rows, callmllm_uses(events)
 
@@ -194,8 +195,8 @@ def _request_fields(request: dict[str, Any]) -> dict[str, Any]:
     tags = [str(t) for t in tags] if isinstance(tags, list) else [str(tags)]
     inputs = [i for i in request.get("inputs") or [] if isinstance(i, dict)]
     images = [i for i in inputs if i.get("kind") == "image"]
-    output = request.get("output") if isinstance(request.get("output"), dict) else {}
-    taxonomy = request.get("taxonomy") if isinstance(request.get("taxonomy"), dict) else {}
+    output = _mapping(request.get("output"))
+    taxonomy = _mapping(request.get("taxonomy"))
     unique = sorted(set(tags))
     return {
         "tags": tags,
@@ -213,6 +214,11 @@ def _request_fields(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (a malformed field reads as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _call_row(seq: int, call: TraceCall, errors: list[str]) -> dict[str, Any]:
     row: dict[str, Any] = {"call_id": call.call_id, "seq": seq, "outcome": "unfinished"}
     row["tags"] = None
@@ -223,7 +229,7 @@ def _call_row(seq: int, call: TraceCall, errors: list[str]) -> dict[str, Any]:
     if end is not None:
         name = end.get("event")
         row["outcome"] = _CALL_END[str(name)]
-        usage = end.get("usage") if isinstance(end.get("usage"), dict) else {}
+        usage = _mapping(end.get("usage"))
         where = f"mllm_trace.jsonl {call.call_id}"
         row["latency_ms"] = typed_value(end.get("latency_ms"), "Float64", where, errors)
         row["input_tokens"] = typed_value(usage.get("input_tokens"), "Int64", where, errors)

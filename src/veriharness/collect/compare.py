@@ -35,7 +35,6 @@ Design notes:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -43,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -51,7 +51,6 @@ __all__ = [
     "ComparisonError",
     "measures",
     "eligible_runs",
-    "pair_runs",
     "task_means",
     "bootstrap_ci",
     "sign_flip_p",
@@ -119,15 +118,6 @@ def eligible_runs(
         reason = reason.mask(outside, "not in the experiment's matrix")
     left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
     return runs.loc[reason.isna()], left_out.reset_index(drop=True)
-
-
-def pair_runs(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
-    """Baseline and treatment runs side by side (suffixes _b, _t); unpaired runs kept with NaN."""
-    _check_conditions(runs, baseline, treatment)
-    cols = _KEYS + ["status"] + measures(runs)
-    base = runs.loc[runs["condition"] == baseline, cols]
-    treat = runs.loc[runs["condition"] == treatment, cols]
-    return base.merge(treat, on=_KEYS, how="outer", suffixes=("_b", "_t"), indicator=True)
 
 
 def task_means(runs: pd.DataFrame, condition: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -397,9 +387,9 @@ def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
     if not path.is_file():
         return None
     try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ComparisonError(f"{path}: cannot read its cells ({exc})") from exc
+        cells = read_record(path, EXPERIMENT_RECORD).get("cells")
+    except RecordError as exc:
+        raise ComparisonError(f"cannot read the experiment's cells: {exc}") from exc
     if not isinstance(cells, dict) or not all(isinstance(v, dict) for v in cells.values()):
         raise ComparisonError(f"{path}: field 'cells' must map condition -> task -> hash")
     return cells

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from veriharness.collect.run_rows import RunExtract, RunKey, extract_run
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
     "MatrixError",
@@ -89,10 +90,9 @@ def _matrix_from_experiment_json(exp_dir: Path) -> list[RunKey] | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MatrixError(f"{path}: cannot read JSON ({exc})") from exc
-    matrix = record.get("matrix") if isinstance(record, dict) else None
+        matrix = read_record(path, EXPERIMENT_RECORD).get("matrix")
+    except RecordError as exc:
+        raise MatrixError(str(exc)) from exc
     if matrix is None:
         return None
     if isinstance(matrix, list):
@@ -190,5 +190,6 @@ def collect_runs(
             if expected is not None
             else None
         )
-    missing = [k for k in keys if k not in set(found)]
+    present = set(found)
+    missing = [k for k in keys if k not in present]
     return Extraction(experiment, extracts, missing)

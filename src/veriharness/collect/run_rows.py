@@ -42,8 +42,9 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     record = load_json(path, "inferred_tags.json", errors) or {}
-    annotator = record.get("annotator") if isinstance(record.get("annotator"), dict) else {}
-    calls = record.get("calls") if isinstance(record.get("calls"), list) else []
+    raw_annotator, raw_calls = record.get("annotator"), record.get("calls")
+    annotator: dict[str, Any] = raw_annotator if isinstance(raw_annotator, dict) else {}
+    calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
     shared = {
         "annotator_kind": annotator.get("kind"),
         "annotator": annotator.get("id"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -74,7 +75,7 @@ def _cast(series: pd.Series, dtype: str) -> pd.Series:
 
 
 def _frame(
-    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: list[str] = ()
+    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: Sequence[str] = ()
 ) -> pd.DataFrame:
     names = [c.name for c in columns] + list(extra)
     df = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
@@ -238,7 +239,7 @@ def _write_summary(args: argparse.Namespace, runs: pd.DataFrame) -> None:
     print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
 
 
-def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
+def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
     tables = collect_tables(extraction)
     out = Path(exp_dir) / "tables"
     for name in (
@@ -256,6 +257,7 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> None:
     )
     write_table(missing, out / "missing", ("csv",))
     print(f"collect: {len(tables.runs)} runs -> {out}")
+    return tables
 
 
 def run(args: argparse.Namespace) -> int:
@@ -280,11 +282,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    runs = runs_df(extraction)
     if args.summary is not None:
+        runs = runs_df(extraction)
         _write_summary(args, runs)
     else:
-        _write_tables(args.experiment_dir, extraction)
+        runs = _write_tables(args.experiment_dir, extraction).runs
     counts = runs["status"].value_counts().to_dict()
     print("collect: status " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     if extraction.missing:

@@ -15,7 +15,6 @@ never print or record a base URL or a key; errors name the profile and the model
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -52,10 +51,14 @@ from veriharness.experiment.provenance import (
     require_committed,
 )
 from veriharness.experiment.record import (
+    EFFECTIVE_CONFIG,
+    EXPERIMENT_RECORD,
     TOOL_SCHEMA_VERSION,
     ExperimentRecord,
+    RecordError,
     experiment_identity_hash,
     identity_hash,
+    read_record,
     task_identity,
 )
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
@@ -133,9 +136,9 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
     # An experiment record is an output whose every value is recorded; a config file is an input;
     # the workflow's merged config stands for the files it was merged from.
     wrapper = config_wrapper(config_file)
-    if wrapper.get("kind") == "effective_config":
+    if wrapper.get("kind") == EFFECTIVE_CONFIG:
         candidates.extend(str(s) for s in wrapper.get("sources", []))
-    elif config_file is not None and wrapper.get("kind") != "experiment_record":
+    elif config_file is not None and wrapper.get("kind") != EXPERIMENT_RECORD:
         candidates.append(str(config_file))
     return [str((root / item).resolve()) for item in candidates if (root / item).exists()]
 
@@ -159,11 +162,9 @@ def config_wrapper(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # YAML config files are plain configs
-    if not isinstance(data, dict) or "kind" not in data:
-        return {}
+        data = read_record(path, EXPERIMENT_RECORD, EFFECTIVE_CONFIG)
+    except RecordError:
+        return {}  # a plain config file (YAML or JSON)
     return {k: v for k, v in data.items() if k != "config"}
 
 
@@ -309,7 +310,7 @@ def check_models(defn: Definition) -> dict[str, Any]:
             raise ModelCheckError(
                 f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
             )
-        resolved_agent = agent.model
+        resolved_agent: str | None = agent.model
     else:
         base = ANTHROPIC_API
         if agent.endpoint == "gateway":

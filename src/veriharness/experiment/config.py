@@ -1,10 +1,10 @@
 """The experiment configuration, conditions and tasks, as pydantic models.
 
 A config file states only what differs from the defaults; the models fill in every default so the
-experiment record can write every value out. The same keys are documented (with a description per
-key) in ``workflow/schemas/config.schema.yaml``, which Snakemake validates at workflow load and
-which ``load_config`` also applies, so both places refuse the same mistakes. A test keeps the
-schema's defaults equal to the models' defaults and to ``config/config.yaml``.
+experiment record can write every value out. The models are the one place a key, its default, its
+constraints and its description (the field's docstring) are written:
+``workflow/schemas/config.schema.yaml``, which Snakemake validates at workflow load and which
+``load_config`` also applies, is generated from them (``experiment.config_schema``).
 
 An experiment record (``experiment.json``) is accepted as a config: its ``config`` member is the
 fully resolved config it was made from.
@@ -19,15 +19,26 @@ Design choices worth knowing:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-from functools import cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import jsonschema
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 
 __all__ = [
     "ConfigError",
@@ -41,9 +52,10 @@ __all__ = [
     "Viewport",
     "TaskSpec",
     "ConditionSpec",
-    "SCHEMA_PATH",
     "is_placeholder_model",
     "load_config",
+    "deep_merge",
+    "task_ids",
     "config_from_mapping",
     "parse_json_overrides",
     "load_task",
@@ -51,17 +63,17 @@ __all__ = [
     "load_condition",
 ]
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
-
 _PLACEHOLDER_MODELS = {"", "your-model", "todo", "<model>", "changeme", "change-me", "tbd"}
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}(/.*)?$")
 _LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/.*)?$")
+# Lists of ids must name something, and each id once (the validators below say which).
+_NON_EMPTY: dict[str, Any] = {"minItems": 1, "uniqueItems": True}
 
 
 # Files that carry a config under "config": an experiment record (to rerun it), and the merged
 # config the workflow hands its verbs (which also names the files it was merged from).
-WRAPPED_CONFIG_KINDS = ("experiment_record", "effective_config")
+WRAPPED_CONFIG_KINDS = (EXPERIMENT_RECORD, EFFECTIVE_CONFIG)
 
 
 class ConfigError(ValueError):
@@ -78,20 +90,32 @@ def _repeated(values: tuple[str, ...]) -> list[str]:
     return sorted({v for v in values if values.count(v) > 1})
 
 
+_Id = Annotated[str, StringConstraints(pattern=_ID)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A field's docstring is its description in the generated config schema.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class AgentSettings(_Strict):
-    """The orchestrating agent: which model, where, and the session's limits (hashed)."""
+    """The orchestrating claude -p agent. Every key except api_key_env is hashed."""
 
     endpoint: Literal["offline", "anthropic", "gateway"] = "offline"
-    base_url: str | None = None
+    """Where the agent's model is served."""
+    base_url: str | None = Field(default=None, pattern=_ENV_REF.pattern + "|" + _LOOPBACK.pattern)
+    """For endpoint gateway only: an Anthropic-compatible base URL, written as a ${ENV_NAME}
+    reference or a loopback URL (records never hold a private address)."""
     api_key_env: str = Field(default="ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable holding the API key (never the key itself)."""
     model: str = "veriharness-offline-agent-1"
+    """Agent model name, checked with the provider at experiment start. Placeholders (your-model,
+    TODO, <model>, changeme, empty) are refused."""
     max_turns: int = Field(default=40, ge=1)
+    """Upper bound on agent turns per session (claude --max-turns)."""
     wall_clock_seconds: int = Field(default=900, ge=1)
-    allowed_tools: tuple[str, ...] = (
+    """Wall-clock limit of one agent session, in seconds."""
+    allowed_tools: tuple[Annotated[str, StringConstraints(min_length=1)], ...] = (
         "Read",
         "Write",
         "Edit",
@@ -100,14 +124,21 @@ class AgentSettings(_Strict):
         "Grep",
         "mcp__mllm__call",
     )
+    """The only tools the session has. Built-in tools go to claude --tools (no other built-in
+    tool exists in the session); all of them to --allowedTools."""
     tool_search: bool = False
+    """false lists mcp__mllm__call with its full schema in every condition
+    (ENABLE_TOOL_SEARCH=false); true defers it behind ToolSearch."""
     isolation: Literal["bwrap", "none"] = "bwrap"
+    """bwrap runs each session in a bubblewrap sandbox that shows it only what it needs (not the
+    project's tasks, other runs or the home folder); none runs it with the calling user's full
+    view. Hashed: it changes what a session can read."""
 
     def identity(self) -> dict[str, Any]:
         """The settings that define a run: all but the key's variable name, which only says
-        where the key is read from, plus how `allowed_tools` is applied. Sessions once had
-        Claude Code's whole default tool set whatever `allowed_tools` said; since `--tools`
-        makes the list exclusive, `tool_set` keeps such runs from passing for today's."""
+        where the key is read from. `tool_set: exclusive` says `allowed_tools` is the whole
+        tool set (claude --tools), which sets these runs apart from runs that had Claude Code's
+        default tools as well."""
         return self.model_dump(mode="json", exclude={"api_key_env"}) | {"tool_set": "exclusive"}
 
     @field_validator("model")
@@ -117,10 +148,10 @@ class AgentSettings(_Strict):
             raise ValueError(f"agent.model is a placeholder ({value!r}); name a real model")
         return value
 
-    @field_validator("base_url")
+    @field_validator("base_url", mode="before")
     @classmethod
-    def _no_private_url(cls, value: str | None) -> str | None:
-        if value is not None and not (_ENV_REF.match(value) or _LOOPBACK.match(value)):
+    def _no_private_url(cls, value: Any) -> Any:
+        if isinstance(value, str) and not (_ENV_REF.match(value) or _LOOPBACK.match(value)):
             raise ValueError(
                 f"agent.base_url {value!r} must be a ${{ENV_NAME}} reference or a loopback URL; "
                 "put a private endpoint in an environment variable so records never hold it"
@@ -139,23 +170,27 @@ class AgentSettings(_Strict):
 
 
 class CompareSettings(_Strict):
-    """Two conditions a comparison pairs, treatment minus baseline (analysis only; not hashed)."""
+    """Two conditions a comparison pairs, treatment minus baseline. Analysis only; not hashed."""
 
     baseline: str
+    """Condition id of the baseline."""
     treatment: str
+    """Condition id of the treatment."""
 
 
 EXTERNAL_PREFIX = "external:"
 
 
 class ExternalAnswers(_Strict):
-    """A set of answers no session wrote, scored as the condition ``external:<name>`` (analysis
-    only; not hashed). ``folder``: ``<dir>/<task>/answer.html`` (+ ``assets/``);
-    ``task_references``: each task's own ``reference.html`` and ``assets/`` (the ceiling)."""
+    """A set of answers no session wrote, scored as the condition external:<name>."""
 
     name: str = Field(pattern=_ID)
+    """The set's name; its condition is external:<name>."""
     source: Literal["folder", "task_references"] = "folder"
+    """folder (dir/<task>/answer.html plus assets/) or task_references (each task's own
+    reference.html and assets/: every metric's ceiling)."""
     dir: str | None = None
+    """For source folder, the folder holding one <task>/ subfolder per task."""
 
     @model_validator(mode="after")
     def _dir_with_folder_only(self) -> ExternalAnswers:
@@ -177,44 +212,84 @@ class AnnotationSettings(_Strict):
     """Who labels CallMLLM calls with inferred capability tags (analysis only; not hashed)."""
 
     profile: str | None = None
+    """null: the deterministic rule-based annotator (no model, no keys). A catalog profile name:
+    that model, with the annotator prompt module, answering through a JSON Schema of the
+    taxonomy's codes (its key must be set)."""
     prompt: str = Field(default="annotator-v0.1", pattern=_ID)
+    """The annotator prompt module in prompts_dir (model annotator only)."""
 
 
 class ExecutionSettings(_Strict):
-    """How the runs are executed: recorded in every record, never hashed."""
+    """How runs are executed. Recorded in every record, never hashed."""
 
     retries: int = Field(default=0, ge=0)
+    """Snakemake retries of a failed job."""
     workspace_root: str | None = None
+    """Folder for agent workspaces; null is the system temp dir. Never inside a git repository."""
     keep_workspaces: bool = False
+    """Keep each agent workspace after its run."""
     debug: bool = False
+    """Log every request the embedded offline model receives to the run's model_requests.jsonl
+    (secret values redacted). No effect with real providers."""
     sample: int | None = Field(default=None, ge=1)
-    results_dir: str = "results"
+    """null, or run only the first N tasks of the experiment."""
+    results_dir: str = Field(default="results", min_length=1)
+    """Where results/<experiment>/ is written, relative to the project root."""
 
 
 class ExperimentConfig(_Strict):
-    """One experiment: the matrix definition, the agent, and how to execute it."""
+    """One experiment: which tasks and conditions form the run matrix, how many replicates,
+    which agent model and model catalog, and how the runs are executed."""
 
     experiment: str = Field(default="example", pattern=_ID)
-    tasks: Literal["all"] | tuple[str, ...] = "all"
-    conditions: tuple[str, ...] = ("b3-absent", "b3-present")
+    """Name of the experiment; results go to <results_dir>/<experiment>/. Not hashed."""
+    tasks: Literal["all"] | tuple[_Id, ...] = Field(default="all", json_schema_extra=_NON_EMPTY)
+    """"all" (every folder of tasks_dir holding a task.yaml, sorted by name) or a list of task
+    ids."""
+    conditions: tuple[_Id, ...] = Field(
+        default=("b3-absent", "b3-present"), json_schema_extra=_NON_EMPTY
+    )
+    """Condition ids; each names conditions_dir/<id>.yaml listing its prompt modules."""
     replicates: int = Field(default=1, ge=1)
-    tasks_dir: str = "tasks"
-    conditions_dir: str = "conditions"
-    prompts_dir: str = "prompts"
-    taxonomy: str = "prompts/taxonomy/capabilities-v0.1.yaml"
-    model_catalog: str = "config/model-catalog.offline.yaml"
+    """Runs per task and condition (r1..rN). The index is recorded, not hashed."""
+    tasks_dir: str = Field(default="tasks", min_length=1)
+    """Folder of task folders (task.yaml, reference.png, reference.html), relative to the project
+    root."""
+    conditions_dir: str = Field(default="conditions", min_length=1)
+    """Folder of condition files, relative to the project root."""
+    prompts_dir: str = Field(default="prompts", min_length=1)
+    """Folder of prompt module sources (<module-id>.md), relative to the project root."""
+    taxonomy: str = Field(default="prompts/taxonomy/capabilities-v0.1.yaml", min_length=1)
+    """Capability taxonomy file whose id, version and sha256 are hashed into every run."""
+    model_catalog: str = Field(default="config/model-catalog.offline.yaml", min_length=1)
+    """Model profile catalog for CallMLLM. Its public part (names, descriptions) is hashed and
+    injected into B1; its private part (provider settings) is hashed only."""
     agent: AgentSettings = AgentSettings()
-    # One pair, a list of pairs (one comparison each), or None for no comparison.
+    """The orchestrating claude -p agent. Every key except api_key_env is hashed."""
     compare: CompareSettings | tuple[CompareSettings, ...] | None = CompareSettings(
         baseline="b3-absent", treatment="b3-present"
     )
+    """What the comparison pairs (treatment minus baseline): one {baseline, treatment} pair, a
+    list of such pairs (each compared on its own, with its own section in comparison.md and the
+    report), or null for none. Every condition named must be listed in conditions or be an
+    external answer set. Analysis only; not hashed."""
     external_answers: tuple[ExternalAnswers, ...] = (
         ExternalAnswers(name="reference", source="task_references"),
     )
+    """Sets of answers no session wrote, each scored as the condition external:<name> (one run
+    per task, replicate 1) through the same render, audit and score stages. Analysis only; not
+    hashed."""
     annotation: AnnotationSettings = AnnotationSettings()
+    """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
+    ones). Analysis only; not hashed: a change reruns annotation, never a session."""
     check_models: bool = True
+    """Look model names up with their provider at experiment start (false for dry runs). Not
+    hashed."""
     allow_uncommitted: bool = False
+    """true runs even with uncommitted changes under prompts, conditions, tasks or the config and
+    catalog files; records then say uncommitted_changes true. Not hashed."""
     execution: ExecutionSettings = ExecutionSettings()
+    """How runs are executed. Recorded in every record, never hashed."""
 
     @field_validator("conditions")
     @classmethod
@@ -280,15 +355,14 @@ class ExperimentConfig(_Strict):
         return self.model_dump(mode="json")
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
-
-
 def _schema_errors(data: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(_schema())
+    from veriharness.experiment.config_schema import config_schema
+
+    validator = jsonschema.Draft202012Validator(config_schema())
     messages = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        if error.context:  # anyOf (e.g. compare): the deepest problem names the real mistake
+            error = max(error.context, key=lambda e: len(e.absolute_path))
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         messages.append(f"{where}: {error.message}")
     return messages
@@ -331,17 +405,19 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     if data.get("kind") in WRAPPED_CONFIG_KINDS:
         data = dict(data.get("config") or {})
     if overrides:
-        data = _merge(data, overrides)
+        data = deep_merge(data, overrides)
     return config_from_mapping(data, source=str(path))
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
+def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` laid over it: mappings merge key by key, anything else replaces.
+    Neither argument is changed; the result shares no mutable value with them."""
+    merged = copy.deepcopy(dict(base))
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
         else:
-            merged[key] = value
+            merged[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
     return merged
 
 
@@ -403,20 +479,24 @@ def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
     return spec
 
 
-def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
-    """The experiment's task ids: every task folder for ``all``, else the listed ids in order."""
-    tasks_dir = root / config.tasks_dir
+def task_ids(tasks_dir: Path, tasks: str | Sequence[str]) -> tuple[str, ...]:
+    """The experiment's task ids: every task folder (sorted) for ``all``, else the listed ids in
+    order, each of which must have a ``task.yaml``."""
     if not tasks_dir.is_dir():
-        raise ConfigError(f"tasks_dir {config.tasks_dir!r} is not a folder under {root}")
-    if config.tasks == "all":
+        raise ConfigError(f"tasks_dir {str(tasks_dir)!r} is not a folder")
+    if tasks == "all":
         found = tuple(sorted(p.name for p in tasks_dir.iterdir() if (p / "task.yaml").is_file()))
         if not found:
             raise ConfigError(f"tasks: 'all' found no task folder with task.yaml in {tasks_dir}")
         return found
-    unknown = [t for t in config.tasks if not (tasks_dir / t / "task.yaml").is_file()]
+    unknown = [t for t in tasks if not (tasks_dir / t / "task.yaml").is_file()]
     if unknown:
         raise ConfigError(f"tasks: no task.yaml for {unknown} in {tasks_dir}")
-    return tuple(config.tasks)
+    return tuple(tasks)
+
+
+def resolve_task_ids(config: ExperimentConfig, root: Path) -> tuple[str, ...]:
+    return task_ids(root / config.tasks_dir, config.tasks)
 
 
 class ConditionSpec(BaseModel):

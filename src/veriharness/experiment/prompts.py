@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -95,7 +95,7 @@ class AssembledPrompt(BaseModel):
     sha256: str
 
 
-def _split_front_matter(text: str, path: Path) -> tuple[dict, list[str]]:
+def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise PromptError(f"prompt module {path}: must start with a '---' front matter header")

@@ -22,13 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from veriharness._util.hashing import sha256_file, sha256_json
 
 __all__ = [
+    "RUN_RECORD",
+    "EXPERIMENT_RECORD",
+    "EFFECTIVE_CONFIG",
+    "RecordError",
+    "read_record",
     "FORMAT_VERSION",
     "TOOL_SCHEMA_VERSION",
     "RunRecord",
@@ -50,11 +55,16 @@ TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
 _HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
 
 
+RUN_RECORD: Final = "run_record"
+EXPERIMENT_RECORD: Final = "experiment_record"
+EFFECTIVE_CONFIG: Final = "effective_config"
+
+
 class RunRecord(BaseModel):
     """``run.json``: one cell of the matrix, one replicate."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["run_record"] = "run_record"
+    kind: Literal["run_record"] = RUN_RECORD
     format_version: int = FORMAT_VERSION
     experiment: str
     condition: str
@@ -67,11 +77,35 @@ class RunRecord(BaseModel):
     offline: bool
 
 
+class RecordError(ValueError):
+    """A record file that cannot be read as the kind asked for; the message names the file."""
+
+
+def read_record(path: Path, *kinds: str) -> dict[str, Any]:
+    """The JSON object in `path`, whose `kind` must be one of `kinds`."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path}: no such file") from None
+    except OSError as error:
+        raise RecordError(f"{path}: unreadable ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise RecordError(f"{path}: not UTF-8 text ({error.reason})") from None
+    except ValueError as error:
+        raise RecordError(f"{path}: not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: a JSON {type(data).__name__}, expected a record object")
+    if data.get("kind") not in kinds:
+        found = data.get("kind")
+        raise RecordError(f"{path}: field 'kind' is {found!r}, expected one of {list(kinds)}")
+    return data
+
+
 class ExperimentRecord(BaseModel):
     """``experiment.json``: the resolved config and the identity of every cell."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["experiment_record"] = "experiment_record"
+    kind: Literal["experiment_record"] = EXPERIMENT_RECORD
     format_version: int = FORMAT_VERSION
     experiment: str
     identity_hash: str
@@ -151,17 +185,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SystemExit(f"record diff: no file {path}") from None
-    except json.JSONDecodeError as error:
-        raise SystemExit(f"record diff: {path} is not JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("kind") not in ("run_record", "experiment_record"):
-        raise SystemExit(
-            f"record diff: {path} is not a run or experiment record (kind "
-            f"{data.get('kind') if isinstance(data, dict) else None!r})"
-        )
-    return data
+        return read_record(path, RUN_RECORD, EXPERIMENT_RECORD)
+    except RecordError as error:
+        raise SystemExit(f"record diff: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,6 @@ small YAML reads, cached per task and per condition; no file is hashed at parse 
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -18,7 +17,8 @@ import yaml
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_json
-from veriharness.experiment.config import AgentSettings
+from veriharness.experiment.config import AgentSettings, deep_merge, task_ids
+from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 
 __all__ = [
     "unwrap_experiment_record",
@@ -43,20 +43,11 @@ def unwrap_experiment_record(
     """Let `--configfile results/<exp>/experiment.json` rerun that experiment: the record's
     resolved config replaces whatever the default config file had put there, and `overrides`
     (Snakemake's `--config` values) still apply on top, as they would to any config file."""
-    if config.get("kind") != "experiment_record":
+    if config.get("kind") != EXPERIMENT_RECORD:
         return
-    resolved = copy.deepcopy(config["config"])
+    resolved = deep_merge(config["config"], overrides or {})
     config.clear()
     config.update(resolved)
-    _merge(config, overrides or {})
-
-
-def _merge(target: dict[str, Any], overrides: Mapping[str, Any]) -> None:
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
 
 
 def refuse_overwriting_a_record(configfiles: Iterable[str | Path], record: str | Path) -> None:
@@ -94,15 +85,32 @@ def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) 
     _coerce(config, schema)
 
 
+def _kinds(spec: dict[str, Any]) -> set[Any]:
+    """The JSON types a key accepts, its `anyOf` options' included."""
+    kinds = spec.get("type")
+    found = set(kinds) if isinstance(kinds, list) else {kinds}
+    for option in spec.get("anyOf", []):
+        found |= _kinds(option)
+    return found
+
+
+def _option(spec: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The part of `spec` that describes values of JSON type `kind`."""
+    for option in spec.get("anyOf", []):
+        if kind in _kinds(option):
+            return dict(option)
+    return spec
+
+
 def _coerce(node: dict[str, Any], schema: dict[str, Any]) -> None:
     for key, spec in schema.get("properties", {}).items():
         value = node.get(key)
-        kinds = spec.get("type")
-        kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+        kinds = _kinds(spec)
         if isinstance(value, dict) and "object" in kinds:
-            _coerce(value, spec)
+            _coerce(value, _option(spec, "object"))
         elif isinstance(value, list) and "array" in kinds:
-            node[key] = [_scalar(item, spec.get("items", {})) for item in value]
+            items = _option(spec, "array").get("items", {})
+            node[key] = [_scalar(item, items) for item in value]
         elif isinstance(value, str):
             node[key] = _scalar(value, spec)
 
@@ -110,8 +118,7 @@ def _coerce(node: dict[str, Any], schema: dict[str, Any]) -> None:
 def _scalar(value: Any, spec: dict[str, Any]) -> Any:
     if not isinstance(value, str):
         return value
-    kinds = spec.get("type")
-    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    kinds = _kinds(spec)
     text = value.strip()
     if "boolean" in kinds and text.lower() in _TRUE + _FALSE:
         return text.lower() in _TRUE
@@ -130,16 +137,7 @@ def _scalar(value: Any, spec: dict[str, Any]) -> Any:
 def list_tasks(config: dict[str, Any]) -> list[str]:
     """The task ids of the experiment: `tasks: all` lists tasks_dir; `execution.sample` keeps
     the first N (sorted) ids."""
-    tasks_dir = Path(config["tasks_dir"])
-    if config["tasks"] == "all":
-        ids = sorted(p.parent.name for p in tasks_dir.glob("*/task.yaml"))
-    else:
-        ids = list(config["tasks"])
-        missing = [t for t in ids if not (tasks_dir / t / "task.yaml").is_file()]
-        if missing:
-            raise ValueError(f"tasks: no task.yaml for {missing} under {tasks_dir}")
-    if not ids:
-        raise ValueError(f"tasks: no task folders with a task.yaml under {tasks_dir}")
+    ids = list(task_ids(Path(config["tasks_dir"]), config["tasks"]))
     sample = config.get("execution", {}).get("sample")
     return ids[: int(sample)] if sample else ids
 
@@ -199,7 +197,7 @@ def write_effective_config(
     agent_sessions), so the experiment record reports the caps the run really had."""
     path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
     wrapped = {
-        "kind": "effective_config",
+        "kind": EFFECTIVE_CONFIG,
         "sources": sources,
         "scheduler": scheduler,
         "config": config,

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from veriharness.mllm.schema import ParseStatus, Region
 
@@ -30,7 +30,6 @@ __all__ = [
     "CallRejected",
     "TraceEvent",
     "TraceWriter",
-    "read_trace",
     "now",
 ]
 
@@ -126,7 +125,6 @@ class CallRejected(_Model):
 TraceEvent = Annotated[
     CallStarted | CallCompleted | CallFailed | CallRejected, Field(discriminator="event")
 ]
-_EVENT = TypeAdapter(TraceEvent)
 
 
 class TraceWriter:
@@ -147,9 +145,3 @@ class TraceWriter:
 
     def close(self) -> None:
         self._handle.close()
-
-
-def read_trace(path: Path) -> list[CallStarted | CallCompleted | CallFailed | CallRejected]:
-    """Every event of a trace file, validated."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [_EVENT.validate_json(line) for line in lines if line.strip()]

@@ -194,8 +194,8 @@ def tool_steps(messages: list[Any]) -> list[ToolStep]:
     steps = []
     for call_id in order:
         name, tool_input = calls[call_id]
-        text, is_error = results.get(call_id, (None, False))
-        steps.append(ToolStep(name, tool_input, text, is_error))
+        result_text, is_error = results.get(call_id, (None, False))
+        steps.append(ToolStep(name, tool_input, result_text, is_error))
     return steps
 
 

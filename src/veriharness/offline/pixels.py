@@ -51,7 +51,8 @@ def _mode_colour(pixels: np.ndarray) -> np.ndarray:
     bins = (pixels >> 5).astype(np.int32)
     keys = bins[:, 0] * 64 + bins[:, 1] * 8 + bins[:, 2]
     winner = np.bincount(keys).argmax()
-    return pixels[keys == winner].mean(axis=0)
+    mean: np.ndarray = pixels[keys == winner].mean(axis=0)
+    return mean
 
 
 def _dominant(pixels: np.ndarray, count: int = 5) -> list[dict[str, Any]]:
@@ -135,7 +136,8 @@ def _line_colour(array: np.ndarray, line: OcrLine) -> np.ndarray:
         return local
     # The farthest third of the ink is the glyph cores, not their anti-aliased edges.
     cut = np.quantile(distance[distance > 60], 2 / 3)
-    return ink[distance[distance > 60] >= cut].mean(axis=0)
+    core: np.ndarray = ink[distance[distance > 60] >= cut].mean(axis=0)
+    return core
 
 
 def _box(x: int, y: int, width: int, height: int) -> dict[str, int]:

@@ -58,7 +58,7 @@ class OfflineServer(ThreadingHTTPServer):
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def log_request_body(self, method: str, path: str, body: Any) -> None:
         if self.request_log is None:

@@ -32,17 +32,23 @@ from veriharness.experiment.check import (
 from veriharness.experiment.config import ConfigError
 from veriharness.experiment.prompts import AssembledPrompt
 from veriharness.experiment.provenance import collect_provenance
-from veriharness.experiment.record import RunRecord, identity_hash
+from veriharness.experiment.record import (
+    EXPERIMENT_RECORD,
+    RecordError,
+    RunRecord,
+    identity_hash,
+    read_record,
+)
 
 __all__ = ["prepare_run", "write_run", "add_arguments", "run"]
 
 
 def _recorded_experiment(path: Path) -> dict[str, Any] | None:
+    """The experiment record at `path`, or None when `path` is a plain config file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+        return read_record(path, EXPERIMENT_RECORD)
+    except RecordError:
         return None
-    return data if isinstance(data, dict) and data.get("kind") == "experiment_record" else None
 
 
 def prepare_run(

@@ -155,7 +155,7 @@ class Renderer:
             ws.close()
 
         context = self._browser.new_context(
-            viewport=viewport.model_dump(),
+            viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
             reduced_motion="reduce",
             accept_downloads=False,

@@ -13,6 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
     "plot_metrics_by_condition",
@@ -22,7 +24,7 @@ __all__ = [
 ]
 
 
-def _save(fig: plt.Figure, path: Path, caption: str) -> Path:
+def _save(fig: Figure, path: Path, caption: str) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -34,7 +36,7 @@ def _metric_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns if c.startswith("metric_"))
 
 
-def _grid(panels: int, height: float, columns: int = 3) -> tuple[plt.Figure, list[plt.Axes]]:
+def _grid(panels: int, height: float, columns: int = 3) -> tuple[Figure, list[Axes]]:
     """Panels in rows of `columns`, unused cells hidden; axes in reading order."""
     cols = min(columns, panels)
     rows = -(-panels // cols)

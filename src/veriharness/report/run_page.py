@@ -250,10 +250,10 @@ def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> li
                 head = f"<b>{esc(str(block.get('name')))}</b>"
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
                 if block.get("name") == MLLM_TOOL:
-                    call, how = by_use.get(str(block.get("id")), (None, "unmatched"))
+                    matched, how = by_use.get(str(block.get("id")), (None, "unmatched"))
                     out.append(
                         f"<div class='step call'>{head} (CallMLLM)"
-                        f"{_call_html(call, how, images, prefix)}</div>"
+                        f"{_call_html(matched, how, images, prefix)}</div>"
                     )
                 else:
                     # Compact JSON: json's C encoder only serves calls without indent.

@@ -78,7 +78,9 @@ class AuditRecord(BaseModel):
 
 def in_viewport(box: Any, width: int, height: int) -> bool:
     """True when a box (x, y, width, height) overlaps the viewport by a positive area."""
-    return box.x < width and box.y < height and box.x + box.width > 0 and box.y + box.height > 0
+    return bool(
+        box.x < width and box.y < height and box.x + box.width > 0 and box.y + box.height > 0
+    )
 
 
 def _viewport_share(image: DomImage, width: int, height: int) -> float:

@@ -90,7 +90,8 @@ def ciede2000(lab1: ArrayLike, lab2: ArrayLike) -> NDArray[np.float64]:
     r_t = -np.sin(np.radians(2.0 * d_theta)) * r_c
 
     terms = (dl / s_l) ** 2 + (dc / s_c) ** 2 + (dh_big / s_h) ** 2
-    return np.sqrt(terms + r_t * (dc / s_c) * (dh_big / s_h))
+    delta: NDArray[np.float64] = np.sqrt(terms + r_t * (dc / s_c) * (dh_big / s_h))
+    return delta
 
 
 def rgb_delta_e(rgb1: Sequence[int] | ArrayLike, rgb2: Sequence[int] | ArrayLike) -> float:

@@ -68,9 +68,8 @@ __all__ = [
     "MIN_HEIGHT",
     "UPSCALE",
     "tesseract_words",
-    "contrast_image",
+    "ink_images",
     "flat_panels",
-    "panel_contrast_image",
     "strokes_removed",
     "plausible_word",
     "merge_readings",
@@ -125,12 +124,6 @@ def _ink(rgb: Image.Image, background: np.ndarray) -> Image.Image:
     return Image.fromarray((255 - ink).astype(np.uint8))
 
 
-def contrast_image(image: Image.Image) -> Image.Image:
-    """Greyscale image of each pixel's distance from its local background: dark ink on white."""
-    rgb = image.convert("RGB")
-    return _ink(rgb, _median_background(rgb))
-
-
 def flat_panels(image: Image.Image) -> np.ndarray:
     """Boolean mask of the pixels that belong to a flat panel (see the module notes)."""
     pixels = np.asarray(image.convert("RGB"), np.int32)
@@ -148,14 +141,8 @@ def flat_panels(image: Image.Image) -> np.ndarray:
     areas = np.bincount(labels.ravel())
     large = areas >= _PANEL_AREA
     large[0] = False
-    return large[labels]
-
-
-def panel_contrast_image(image: Image.Image) -> Image.Image:
-    """Greyscale image of each pixel's distance from the colour of its nearest flat panel, or
-    from its local median where no panel is near: dark ink on white."""
-    rgb = image.convert("RGB")
-    return _ink(rgb, _panel_background(rgb, flat_panels(rgb), _median_background(rgb)))
+    panels: np.ndarray = large[labels]
+    return panels
 
 
 def _panel_background(rgb: Image.Image, panels: np.ndarray, median: np.ndarray) -> np.ndarray:
@@ -166,15 +153,17 @@ def _panel_background(rgb: Image.Image, panels: np.ndarray, median: np.ndarray) 
     return np.where((distance > _PANEL_REACH)[..., None], median, nearest)
 
 
-def _sparse_inks(image: Image.Image) -> list[Image.Image]:
-    """The `contrast` image, and the `panel` image when the screenshot has a flat panel (without
-    one it would equal `contrast`, and reading it again would add nothing)."""
+def ink_images(image: Image.Image) -> dict[str, Image.Image]:
+    """Greyscale images of each pixel's distance from a background, dark ink on white:
+    `contrast` from its local median, and `panel` from the colour of its nearest flat panel (the
+    median where no panel is near). `panel` is left out when the screenshot has no flat panel:
+    it would equal `contrast`, and reading it again would add nothing."""
     rgb = image.convert("RGB")
     median = _median_background(rgb)
-    inks = [_ink(rgb, median)]
+    inks = {"contrast": _ink(rgb, median)}
     panels = flat_panels(rgb)
     if panels.any():
-        inks.append(_ink(rgb, _panel_background(rgb, panels, median)))
+        inks["panel"] = _ink(rgb, _panel_background(rgb, panels, median))
     return inks
 
 
@@ -274,5 +263,7 @@ def multipass_words(image: Image.Image) -> list[OcrWord]:
     workers = min(3, len(os.sched_getaffinity(0)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         grey = pool.submit(_reading, image.convert("L"), 3)
-        sparse = [pool.submit(_reading, strokes_removed(ink), 11) for ink in _sparse_inks(image)]
+        sparse = [
+            pool.submit(_reading, strokes_removed(ink), 11) for ink in ink_images(image).values()
+        ]
         return merge_readings([grey.result(), *(reading.result() for reading in sparse)])

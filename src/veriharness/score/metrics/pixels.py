@@ -66,7 +66,8 @@ def _as_float(image: Image.Image) -> NDArray[np.float64]:
 
 def luma(image: Image.Image) -> NDArray[np.float64]:
     """BT.601 luma in 0-1."""
-    return _as_float(image) @ _BT601
+    values: NDArray[np.float64] = _as_float(image) @ _BT601
+    return values
 
 
 def _same_size(a: Image.Image, b: Image.Image) -> None:
@@ -80,7 +81,10 @@ def ssim(a: Image.Image, b: Image.Image) -> float:
     x, y = luma(a), luma(b)
 
     def blur(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return gaussian_filter(values, _SIGMA, truncate=_TRUNCATE, mode="reflect")
+        blurred: NDArray[np.float64] = gaussian_filter(
+            values, _SIGMA, truncate=_TRUNCATE, mode="reflect"
+        )
+        return blurred
 
     mu_x, mu_y = blur(x), blur(y)
     var_x = blur(x * x) - mu_x**2

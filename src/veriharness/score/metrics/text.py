@@ -106,14 +106,14 @@ def split_glued(
     split: list[str] = []
     glued: list[GluedWord] = []
     for word in reference:
-        parts = _spare_run(runs.get(word, []), spare) if missing[word] else None
-        if parts is None:
+        found = _spare_run(runs.get(word, []), spare) if missing[word] else None
+        if found is None:
             split.append(word)
             continue
         missing[word] -= 1
-        spare.subtract(parts)
-        split.extend(parts)
-        glued.append(GluedWord(word, parts))
+        spare.subtract(found)
+        split.extend(found)
+        glued.append(GluedWord(word, found))
     return split, glued
 
 
