@@ -66,6 +66,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (exp / "experiment.json").write_text(
         json.dumps(
             {
+                "kind": "experiment_record",
                 "cells": {},
                 "matrix": {
                     "conditions": [],
