@@ -1,7 +1,9 @@
 """What the CallMLLM server adds to a model request, against the least any client must do.
 
-Runs ``veriharness mllm-server`` as a real stdio MCP server (reached with the MCP SDK's client)
-in front of the local provider stub from ``tests/mllm``, and sends ``--calls`` requests per case.
+Runs ``veriharness mllm-server`` as a real MCP server in front of the local provider stub from
+``tests/mllm``, twice: over stdio (the transport sessions used before the server moved out of the
+sandbox) and over streamable HTTP on loopback with the session token (what ``run-agent`` uses
+now), each reached with the MCP SDK's client, and sends ``--calls`` requests per case to each.
 
 Images: real Chromium screenshots at 1920x1080 (Debian's chromium through playwright, the
 project's ``Renderer``). ``flat`` is ``tasks/landing-page/reference.html`` alone; ``photo`` puts
@@ -52,7 +54,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "mllm"))
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mllm_mcp_client import BlockingMcpClient  # noqa: E402
+from mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server  # noqa: E402
 from mllm_provider_stub import ProviderStub  # noqa: E402
 
 REGION = {"x": 1000, "y": 200, "width": 800, "height": 600}
@@ -213,12 +215,16 @@ def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
 
 HEADER = (
     "| case | MCP added p50 | MCP added p95 | in-process p50 | floor p50 | floor p95 "
-    "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 | ratio of minima |\n"
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| MCP-floor p50 | ratio p50 | ratio p95 | in-process ratio p50 | ratio of minima "
+    "| HTTP added p50 | HTTP added p95 | HTTP-stdio p50 |\n"
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+    "| ---: | ---: | ---: |"
 )
 
 
-def row(name: str, added: list[float], local: list[float], floor: list[float]) -> str:
+def row(
+    name: str, added: list[float], local: list[float], floor: list[float], http: list[float]
+) -> str:
     a50, a95, f50, f95 = (
         statistics.median(added),
         percentile(added, 95),
@@ -229,12 +235,15 @@ def row(name: str, added: list[float], local: list[float], floor: list[float]) -
     return (
         f"| {name} | {a50:.2f} | {a95:.2f} | {l50:.2f} | {f50:.2f} | {f95:.2f} "
         f"| {a50 - f50:.2f} | {a50 / f50:.2f} | {a95 / f95:.2f} | {l50 / f50:.2f} "
-        f"| {min(added) / min(floor):.2f} |"
+        f"| {min(added) / min(floor):.2f} "
+        f"| {statistics.median(http):.2f} | {percentile(http, 95):.2f} "
+        f"| {statistics.median(http) - a50:.2f} |"
     )
 
 
 def run_case(
     client: BlockingMcpClient,
+    over_http: BlockingMcpClient,
     service: Any,
     http: httpx.Client,
     stub: ProviderStub,
@@ -243,7 +252,7 @@ def run_case(
     calls: int,
     profiler: cProfile.Profile | None,
 ) -> tuple[list[float], ...]:
-    """MCP call, in-process call and floor, interleaved call by call."""
+    """MCP call (stdio), MCP call (HTTP), in-process call and floor, interleaved call by call."""
     item: dict[str, Any] = {"kind": "image", "label": "page", "path": image.name}
     if region is not None:
         item["region"] = region
@@ -256,18 +265,24 @@ def run_case(
     added: list[float] = []
     local: list[float] = []
     floor: list[float] = []
+    by_http: list[float] = []
     for i in range(calls + WARMUP):
         a = server_call(client, stub, args)
+        h = server_call(over_http, stub, args)
         s = service_call(service, stub, args, profiler)
         f = floor_call(http, stub, image, region)
         if i >= WARMUP:
             added.append(a)
+            by_http.append(h)
             local.append(s)
             floor.append(f)
-    return added, local, floor
+    return added, local, floor, by_http
 
 
-def baselines(server: StdioServerParameters, calls: int) -> None:
+REFUSED = {"instruction": "x", "inputs": [], "capability_tags": ["E1"], "output": {"kind": "text"}}
+
+
+def baselines(server: StdioServerParameters, over_http: BlockingMcpClient, calls: int) -> None:
     """MCP round trips that do no model work: no-op tools and a refused call."""
     noop = StdioServerParameters(
         command=sys.executable, args=[__file__, "--serve-noop"], env=dict(os.environ)
@@ -276,21 +291,14 @@ def baselines(server: StdioServerParameters, calls: int) -> None:
         nothing = round_trips(client, {}, calls)
         hopped = round_trips(client, {}, calls, "threaded")
     with open(os.devnull, "w") as quiet, BlockingMcpClient(server, quiet) as client:
-        refused = round_trips(
-            client,
-            {
-                "instruction": "x",
-                "inputs": [],
-                "capability_tags": ["E1"],
-                "output": {"kind": "text"},
-            },
-            calls,
-        )
+        refused = round_trips(client, REFUSED, calls)
+    refused_http = round_trips(over_http, REFUSED, calls)
     print()
     for what, times in (
         ("no-op tool (same MCP SDK, stdio)", nothing),
         ("no-op tool run in a worker thread, as the server runs a call", hopped),
         ("refused call on the real server (validation + trace line)", refused),
+        ("refused call on the real server over streamable HTTP", refused_http),
     ):
         print(
             f"MCP round trip, {what}: p50 {statistics.median(times):.2f} ms, "
@@ -338,21 +346,34 @@ def measure(
     print(HEADER)
     service = make_service(ws, catalog, tmp / "trace-inprocess.jsonl")
     profiler = cProfile.Profile() if profile else None
+    token = "bench-session-token-0123456789"
     with (
         open(os.devnull, "w") as quiet,
         BlockingMcpClient(server, quiet) as client,
+        http_server(
+            ws, catalog, tmp / "trace-http.jsonl", dict(os.environ), token, tmp / "http.log"
+        ) as url,
+        BlockingMcpClient(HttpEndpoint(url, token)) as over_http,
         httpx.Client(transport=httpx.HTTPTransport(retries=0), trust_env=False) as http,
     ):
         for name in shots:
             for label, region in cases:
                 times = run_case(
-                    client, service, http, stub, ws / f"{name}.png", region, calls, profiler
+                    client,
+                    over_http,
+                    service,
+                    http,
+                    stub,
+                    ws / f"{name}.png",
+                    region,
+                    calls,
+                    profiler,
                 )
                 print(row(f"{name} {label}", *times), flush=True)
+        baselines(server, over_http, calls)
     service.close()
     if profiler is not None and profile is not None:
         profiler.dump_stats(profile)
-    baselines(server, calls)
     stub.stop()
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 

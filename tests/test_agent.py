@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from veriharness.agent.proxy import ANTHROPIC_URL
 from veriharness.agent.session import (
     USER_MESSAGE,
     SessionPlan,
@@ -17,8 +18,8 @@ from veriharness.agent.session import (
     run_session,
     session_environment,
     summarize_transcript,
+    upstream_for,
 )
-from veriharness.mllm.catalog import HANDED_ENV_PREFIX, take_handed_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,13 +89,13 @@ def _running(pid: int) -> bool:
 
 def test_command_line_has_every_session_setting(tmp_path: Path) -> None:
     plan = _plan(tmp_path, Path("/bin/true"))
-    command = command_line(plan, tmp_path / "mcp.json")
+    command = command_line(plan, tmp_path / "mcp.json", tmp_path / "prompt.md")
     text = " ".join(command)
     assert command[1:3] == ["-p", USER_MESSAGE]
     for expected in (
         "--output-format stream-json",
         "--verbose",
-        f"--append-system-prompt-file {plan.system_prompt}",
+        f"--append-system-prompt-file {tmp_path / 'prompt.md'}",
         f"--mcp-config {tmp_path / 'mcp.json'}",
         "--strict-mcp-config",
         "--max-turns 7",
@@ -106,72 +107,52 @@ def test_command_line_has_every_session_setting(tmp_path: Path) -> None:
         assert expected in text
 
 
-def test_environment_masks_keys_and_drops_callers_anthropic_settings(
+def test_the_sessions_environment_is_an_allow_list_with_only_its_own_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://callers-own-proxy.invalid")
     monkeypatch.setenv("MY_GATEWAY_KEY", "sk-secret-value")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-value")
+    monkeypatch.setenv("SOME_PRIVATE_URL", "http://10.1.2.3:9/private")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
     plan = _plan(
         tmp_path, Path("/bin/true"), endpoint="gateway", base_url="http://10.1.2.3:9/private",
         api_key_env="MY_GATEWAY_KEY",
     )  # fmt: skip
-    env, recorded = session_environment(plan, tmp_path / "cfg", None)
-    assert env["ANTHROPIC_API_KEY"] == "sk-secret-value"
-    assert env["ANTHROPIC_BASE_URL"] == "http://10.1.2.3:9/private"
-    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "cfg")
-    assert env["ENABLE_TOOL_SEARCH"] == "false"
-    assert "sk-secret-value" not in json.dumps(recorded)
-    assert "10.1.2.3" not in json.dumps(recorded)
-    assert recorded["ANTHROPIC_API_KEY"] == "***"
+    env, recorded = session_environment(plan, tmp_path / "cfg", "http://127.0.0.1:4242", "tok-1")
+    assert env["ANTHROPIC_API_KEY"] == "tok-1"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4242"
+    assert env["CLAUDE_CONFIG_DIR"] == env["HOME"] == str(tmp_path / "cfg")
+    assert env["ENABLE_TOOL_SEARCH"] == "false" and env["LC_ALL"] == "C.UTF-8"
+    text = json.dumps(env)
+    assert "sk-secret" not in text and "sk-openai" not in text and "10.1.2.3" not in text
+    assert not any(name.startswith("VERIHARNESS_") for name in env)
+    assert recorded["ANTHROPIC_API_KEY"] == "***" and "tok-1" not in json.dumps(recorded)
 
 
-def test_a_real_agent_with_an_offline_callmllm_profile_gets_only_the_profile_address(
+def test_the_proxy_gets_the_real_key_and_address(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
-    plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", offline_profiles=True)
-    env, recorded = session_environment(plan, tmp_path / "cfg", "http://127.0.0.1:4242")
-    assert env["VERIHARNESS_OFFLINE_URL"] == "http://127.0.0.1:4242"
-    assert "ANTHROPIC_BASE_URL" not in env  # the agent itself talks to Anthropic
-    assert recorded["VERIHARNESS_OFFLINE_URL"] == "http://127.0.0.1:4242"
-
-
-def test_the_catalogs_variables_reach_the_mllm_server_with_the_callers_values(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-callers-anthropic-key")
-    monkeypatch.setenv("ANTHROPIC_VISION_BASE_URL", "http://10.9.8.7:1/vision")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-callers-openai-key")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    plan = _plan(tmp_path, Path("/bin/true"))  # an offline agent: its own key is a dummy
-    env, recorded = session_environment(plan, tmp_path / "cfg", "http://127.0.0.1:4242")
-    assert env["ANTHROPIC_API_KEY"] == "offline-model-needs-no-key"
-    assert "ANTHROPIC_VISION_BASE_URL" not in env  # dropped for the agent...
-    handed = {k: v for k, v in env.items() if k.startswith(HANDED_ENV_PREFIX)}
-    assert handed == {  # ...and handed to the mllm server, which restores them
-        HANDED_ENV_PREFIX + "ANTHROPIC_API_KEY": "sk-callers-anthropic-key",
-        HANDED_ENV_PREFIX + "ANTHROPIC_VISION_BASE_URL": "http://10.9.8.7:1/vision",
-        HANDED_ENV_PREFIX + "OPENAI_API_KEY": "sk-callers-openai-key",
-    }
-    assert all(recorded[k] == "***" for k in handed)
-    text = json.dumps(recorded)
-    assert "sk-callers" not in text and "10.9.8.7" not in text
-    server_env = dict(env)
-    assert take_handed_environment(server_env) == [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_VISION_BASE_URL",
-        "OPENAI_API_KEY",
-    ]
-    assert server_env["ANTHROPIC_API_KEY"] == "sk-callers-anthropic-key"
-    assert server_env["ANTHROPIC_VISION_BASE_URL"] == "http://10.9.8.7:1/vision"
-    assert not any(k.startswith(HANDED_ENV_PREFIX) for k in server_env)
+    monkeypatch.setenv("MY_GATEWAY_KEY", "sk-secret-value")
+    monkeypatch.setenv("GATEWAY_HOST", "10.1.2.3")
+    gateway = _plan(
+        tmp_path, Path("/bin/true"), endpoint="gateway", base_url="https://${GATEWAY_HOST}:9/gw",
+        api_key_env="MY_GATEWAY_KEY",
+    )  # fmt: skip
+    upstream = upstream_for(gateway, None)
+    assert (upstream.host, upstream.port, upstream.prefix) == ("10.1.2.3", 9, "/gw")
+    assert upstream.https and upstream.api_key == "sk-secret-value"
+    anthropic = gateway.model_copy(update={"endpoint": "anthropic"})
+    assert upstream_for(anthropic, None).host == ANTHROPIC_URL.removeprefix("https://")
+    offline = gateway.model_copy(update={"endpoint": "offline"})
+    assert upstream_for(offline, "http://127.0.0.1:4242").api_key is None
 
 
 def test_missing_key_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     plan = _plan(tmp_path, Path("/bin/true"), endpoint="anthropic", api_key_env="NOT_SET_ANYWHERE")
     with pytest.raises(RuntimeError, match="NOT_SET_ANYWHERE"):
-        session_environment(plan, tmp_path / "cfg", None)
+        upstream_for(plan, None)
 
 
 def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
@@ -248,7 +229,7 @@ def test_a_session_without_the_mllm_server_is_a_failed_run(tmp_path: Path) -> No
     )
 
 
-def test_secrets_a_session_prints_are_redacted_from_its_transcript_and_stderr(
+def test_a_session_that_prints_its_environment_leaks_nothing_into_the_run_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_GATEWAY_KEY", "sk-gateway-secret-123456")
@@ -257,7 +238,7 @@ def test_secrets_a_session_prints_are_redacted_from_its_transcript_and_stderr(
         tmp_path,
         'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
         'echo "{\\"type\\": \\"user\\", \\"env\\": \\"$ANTHROPIC_API_KEY $OPENAI_API_KEY\\"}"\n'
-        'echo "stderr: $ANTHROPIC_BASE_URL" >&2\n',
+        "env >&2\n",
     )
     plan = _plan(
         tmp_path, claude, endpoint="gateway", base_url="http://10.1.2.3:9/private",
@@ -266,9 +247,11 @@ def test_secrets_a_session_prints_are_redacted_from_its_transcript_and_stderr(
     run_session(plan)
     transcript = (plan.run_dir / "transcript.jsonl").read_text()
     stderr = (plan.run_dir / "claude_stderr.log").read_text()
-    assert "sk-gateway-secret" not in transcript and "sk-openai-secret" not in transcript
-    assert "[redacted:ANTHROPIC_API_KEY] [redacted:OPENAI_API_KEY]" in transcript
-    assert "10.1.2.3" not in stderr and "[redacted:ANTHROPIC_BASE_URL]" in stderr
+    assert '"env": "[redacted:session token] "' in transcript  # its own token, redacted
+    for text in (transcript, stderr):
+        assert "sk-gateway-secret" not in text and "sk-openai-secret" not in text
+        assert "10.1.2.3" not in text
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:" in stderr
 
 
 def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
@@ -286,11 +269,13 @@ def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
         f"ls {other_run} && echo LEAK-RUN\n"
         f"ls {tmp_path}/bin >/dev/null && echo SEES-OWN-INSTALL\n"
         f"test -r {tmp_path / 'catalog.yaml'} && echo SEES-CATALOG\n"
-        f"echo x > {tmp_path / 'results' / 'exp' / 'cond' / 'task' / 'r1'}/probe.txt"
-        " && echo WRITES-RUN-DIR\n"
+        f"test -r {tmp_path / 'taxonomy.yaml'} && echo SEES-TAXONOMY\n"
+        f"ls {tmp_path / 'results' / 'exp' / 'cond' / 'task' / 'r1'} && echo SEES-RUN-DIR\n"
+        f"test -r {ROOT / 'docs' / 'decisions.md'} && echo SEES-CHECKOUT\n"
         "echo x > /tmp/scratch && echo WRITES-TMP\n"
+        'echo x > "$CLAUDE_CONFIG_DIR/probe" && echo WRITES-CONFIG\n'
         "ls /proc | grep -c '^[0-9]' | sed 's/^/PROCESSES=/'\n"
-        f"{sys.executable} -c 'import veriharness' && echo IMPORTS-VERIHARNESS\n"
+        f"{sys.executable} -c 'import sys' && echo RUNS-PYTHON\n"
     )
     claude = tmp_path / "bin" / "claude"
     claude.write_text(
@@ -303,10 +288,12 @@ def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
     assert outcome.command[0].endswith("bwrap") and "--unshare-pid" in outcome.command
     seen = (plan.run_dir / "answer" / "answer.html").read_text()
     assert "LEAK-TASK" not in seen and "LEAK-RUN" not in seen, seen
-    assert "SEES-OWN-INSTALL" in seen and "WRITES-RUN-DIR" in seen and "WRITES-TMP" in seen
-    assert "IMPORTS-VERIHARNESS" in seen and "SEES-CATALOG" in seen, seen
+    for hidden in ("SEES-CATALOG", "SEES-TAXONOMY", "SEES-RUN-DIR", "SEES-CHECKOUT"):
+        assert hidden not in seen, seen
+    assert "SEES-OWN-INSTALL" in seen and "WRITES-TMP" in seen and "WRITES-CONFIG" in seen
+    assert "RUNS-PYTHON" in seen, seen
     assert int(seen.split("PROCESSES=")[1].split()[0]) < 10  # its own process tree only
-    assert (plan.run_dir / "probe.txt").read_text() == "x\n"
+    assert outcome.sandboxed is True
 
 
 def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:

@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:7cc9ed00897764fc176e0dd870da5c32668ca1d61622cf4706824af7e4c4b7ca",  # noqa: E501
-        "dashboard-chart": "sha256:5c98de3c6bb08558d4e3dae1bf300d8f6ed705426d5e52b5ecba3a47c6b62aed",  # noqa: E501
-        "landing-page": "sha256:5bbe1ababcc42fb18fc2b7f8cd156cc889b917bf28f9a63608ae4422e617f884",  # noqa: E501
-        "pricing-table": "sha256:3ac14663558bfdee1ac0d89b3075561de9facf0cf973e093c5ca8b780e9b230d",  # noqa: E501
-        "settings-page": "sha256:e81b92105849aaa5a47cf47142ba1655b506ebdf9a41adc2fb8ce1566e4fdbd4",  # noqa: E501
-        "signup-form": "sha256:341a447a2b3d58a149942f4e95036f58d9b8c3961edae0d59d55b9d4ecea104b",  # noqa: E501
+        "article": "sha256:598e80d4dc7d7e44ac5965aaae7e06383cbb9703a44e246cd179749ca2303572",  # noqa: E501
+        "dashboard-chart": "sha256:8befce47942ba65dce5ae6097ad579659790c4d9c9f7efddd9cc9b96afb2c67c",  # noqa: E501
+        "landing-page": "sha256:866a59dddbb6dd1aa2538b0171ceee9811e4e8b0cd5641d700260b95cfeaf4da",  # noqa: E501
+        "pricing-table": "sha256:7e587ada25735201d82844160a2d493bb9bb7c44f748fe85a57f8995ac1d9980",  # noqa: E501
+        "settings-page": "sha256:8fffe941a761cc5e0aa91514e7f9aac5ba1ab244251418ad290bd9e9a8f4368d",  # noqa: E501
+        "signup-form": "sha256:46ae72a0b229245ccc27ac583f4fa32fa442de161c1bc846981f92ac94572caf",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:e6d66ae183edea1d20e511199f6d689c5fd6d09cbccb12c8feda0ee87b46a993",  # noqa: E501
-        "dashboard-chart": "sha256:e10afdd71c033021c2dff0c7f86ee3f810aea3a01501e0331ecefb1c386d0e78",  # noqa: E501
-        "landing-page": "sha256:7213d16b78d72f9d1b7ad8a90aa6ca37867435ca48f7741e7ea1a7e072314447",  # noqa: E501
-        "pricing-table": "sha256:cc1a8f318be14243b55ed12a892e65e007622a16abd90f41422e469ad0414b17",  # noqa: E501
-        "settings-page": "sha256:ea36bc53722381b7ee75d8371c5b7b312447e9bf6b8ab4cf96fac0e95dc376fb",  # noqa: E501
-        "signup-form": "sha256:e0ce9c6ec290ab7ee3239aeb8229fad496cbdd18ed07c9295cffa78d4d3e133e",  # noqa: E501
+        "article": "sha256:21b97993a1c6c07e254702d949eadd861c1c1027b8bf38ad563216630721087f",  # noqa: E501
+        "dashboard-chart": "sha256:b9213f96bc20c46b91544d38675a0de8771a332943e5e450ebf3e91e6f41b245",  # noqa: E501
+        "landing-page": "sha256:1ff6308c1a47bea6c700c4ab241ce89e9309a82bbe7baf12c5af834e1dd0a703",  # noqa: E501
+        "pricing-table": "sha256:c7b86e594f9feffa2d4ab60af6280a11be1542da6eb91e0181baad9b77044195",  # noqa: E501
+        "settings-page": "sha256:93b7db9cbb635b39d1bd900e3dea8f526f19f95837a36556942d0f24e2a80786",  # noqa: E501
+        "signup-form": "sha256:338162ead80ea9e263330990b2dce2bf201e8835d620797ee4fa2d4582342dd5",  # noqa: E501
     },
 }
 

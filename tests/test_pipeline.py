@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from support.project_copy import copy_project
+from support.project_copy import ROOT, copy_project
 from veriharness._util.programs import find_claude
+from veriharness.score import SCORER_VERSION
 
 TASKS = ["landing-page", "pricing-table"]
 SCREENSHOT_ONLY = "pricing-table"
@@ -31,8 +33,9 @@ MARKER_COMMIT = f"COMMIT-MARKER-{uuid.uuid4().hex}"
 RUN_FILES = [
     "run.json",
     "system_prompt.md",
-    "mcp_config.json",
     "transcript.jsonl",
+    "agent_requests.jsonl",
+    "mllm_server.log",
     "mllm_trace.jsonl",
     "outcome.json",
     "model_requests.jsonl",
@@ -65,14 +68,17 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def snakemake(
-    project: Path, *args: str, extra_config: str | None = None
+    project: Path, *args: str, extra_config: str | None = None, package: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Snakemake in the copy; `extra_config` is YAML layered over config/test.yaml."""
+    """Snakemake in the copy; `extra_config` is YAML layered over config/test.yaml; `package`
+    is a folder whose veriharness package is used instead of the installed one."""
     configs = ["config/test.yaml"]
     if extra_config is not None:
         (project / "config" / "extra.yaml").write_text(extra_config)
         configs.append("config/extra.yaml")
     env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args, "--configfile", *configs],
         cwd=project,
@@ -106,7 +112,11 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
             # Only the configured tools exist in the session: no WebSearch, WebFetch, Task, ...
             assert outcome["session_tools"] == sorted(ALLOWED_TOOLS), outcome["session_tools"]
             assert Path(outcome["command"][0]).name == "bwrap"  # sandboxed by default
-            assert outcome["offline"] is True
+            assert outcome["sandboxed"] is True and outcome["offline"] is True
+            # The session's model and its mllm server are outside, on loopback: the proxy
+            # recorded every request, and the session was told only the proxy's address.
+            assert outcome["environment"]["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
+            assert not (run / "mcp_config.json").exists()
             record = json.loads((run / "run.json").read_text())
             assert (record["condition"], record["task"]) == (condition, task)
 
@@ -159,6 +169,12 @@ def test_tables_comparison_and_report(finished: Path) -> None:
     assert (finished / "report" / "index.html").is_file()
     for condition in CONDITIONS:
         assert len(pd.read_csv(finished / condition / "summary.csv")) == 2
+    requests = pd.read_parquet(finished / "tables" / "agent_requests.parquet")
+    messages = requests[requests["path"] == "/v1/messages"]
+    assert len(messages) >= 8 and (messages["http_status"] == 200).all()
+    assert messages["output_tokens"].notna().all() and runs["sandboxed"].all()
+    per_run = requests.groupby(["condition", "task"]).size()
+    assert (runs.set_index(["condition", "task"])["agent_requests"] == per_run).all()
 
 
 def test_the_reference_set_is_imported_and_scored_through_the_workflow(finished: Path) -> None:
@@ -330,8 +346,12 @@ def _sessions_alive(experiment: Path) -> list[str]:
 
 
 def _planned_agent_jobs(result: subprocess.CompletedProcess[str]) -> int:
+    return _planned_jobs(result, "run_agent")
+
+
+def _planned_jobs(result: subprocess.CompletedProcess[str], rule: str) -> int:
     assert result.returncode == 0, result.stderr[-3000:]
-    match = re.search(r"^run_agent\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
@@ -400,3 +420,107 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         assert _planned_agent_jobs(snakemake(project, "-n", "all")) == 2
     finally:
         b3.write_bytes(original)
+
+
+def _kill_the_job_of(run: Path) -> None:
+    """What a scheduler's kill does to a job: its processes (the job's shell, run-agent, the
+    claude session and its mllm server, all naming the run folder) end at once, no clean-up."""
+    names = [f"{run}{end}".encode() for end in ("/", " ", "\0")]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if any(name in cmdline.read_bytes() + b"\0" for name in names):
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
+    extra = (
+        "experiment: lost\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
+    )
+    (project / "config" / "extra.yaml").write_text(extra)
+    experiment = project / "results" / "lost"
+    runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
+    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
+               "config/test.yaml", "config/extra.yaml"]  # fmt: skip
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+    def mid_session(run: Path) -> bool:
+        transcript = run / "transcript.jsonl"
+        return transcript.exists() and transcript.stat().st_size > 0
+
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            done = [r for r in runs if (r / "outcome.json").exists()]
+            busy = [r for r in runs if r not in done and mid_session(r)]
+            if len(done) == 1 and busy:
+                break
+            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
+            time.sleep(0.1)
+        [kept], [lost] = done, busy
+        _kill_the_job_of(lost.relative_to(project))
+        # Snakemake sees the job fail, removes its declared outputs and finishes the other run.
+        assert process.wait(timeout=600) != 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    lost_transcript = (lost / "transcript.jsonl").read_bytes()
+    assert lost_transcript and not (lost / "outcome.json").exists()
+    assert (kept / "metrics.json").exists()
+    stamp = (kept / "outcome.json").stat().st_mtime_ns
+
+    resumed = snakemake(project, "--cores", "2", "all", extra_config=extra)
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert _planned_agent_jobs(resumed) == 1
+    assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
+    assert not (kept / "attempts").exists()
+    assert json.loads((lost / "outcome.json").read_text())["status"] == "ok"
+    attempt = lost / "attempts" / "1"
+    assert sorted(p.name for p in lost.joinpath("attempts").iterdir()) == ["1"]
+    record = json.loads((attempt / "attempt.json").read_text())
+    assert (record["attempt"], record["finished"], record["status"]) == (1, False, None)
+    assert "transcript.jsonl" in record["files"] and "outcome.json" not in record["files"]
+    assert (attempt / "transcript.jsonl").read_bytes() == lost_transcript
+    assert (lost / "transcript.jsonl").read_bytes() != lost_transcript
+    runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
+
+
+def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
+    finished: Path, project: Path, tmp_path: Path
+) -> None:
+    # Last in this file: it leaves the experiment scored by the next version.
+    package = tmp_path / "next"
+    shutil.copytree(
+        ROOT / "src" / "veriharness",
+        package / "veriharness",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    version_file = package / "veriharness" / "score" / "__init__.py"
+    current = f'SCORER_VERSION = "{SCORER_VERSION}"'
+    assert current in version_file.read_text()
+    version_file.write_text(version_file.read_text().replace(current, 'SCORER_VERSION = "next"'))
+    assert _planned_jobs(snakemake(project, "-n", "all"), "score_answer") == 0
+    planned = snakemake(project, "-n", "all", package=package)
+    assert _planned_jobs(planned, "score_answer") == 4
+    assert _planned_jobs(planned, "run_agent") == _planned_jobs(planned, "render_answer") == 0
+    runs = sorted(finished.glob("*/*/r1"))
+    kept = {
+        path: path.stat().st_mtime_ns
+        for run in runs
+        for path in (run / "outcome.json", run / "transcript.jsonl", run / "render" / "dom.json")
+    }
+    tables = (finished / "tables" / "runs.csv").stat().st_mtime_ns
+    rescored = snakemake(project, "--cores", "2", "all", package=package)
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    assert {path: path.stat().st_mtime_ns for path in kept} == kept
+    for run in runs:
+        assert json.loads((run / "metrics.json").read_text())["scorer_version"] == "next"
+    assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
+    table = pd.read_csv(finished / "tables" / "runs.csv")
+    assert len(table) == 4 and set(table["scorer_version"]) == {"next"}

@@ -428,3 +428,39 @@ def test_collect_builds_the_runs_table_once_and_lists_missing_runs(tmp_path, mon
     assert built == [4]
     missing = pd.read_csv(exp.exp_dir / "tables" / "missing.csv")
     assert missing.to_dict("records") == [{"condition": "base", "task": "task-001", "replicate": 1}]
+
+
+def test_the_model_proxys_records_become_agent_requests_rows_and_runs_sums(
+    tmp_path: Path,
+) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=2, replicates=1, faults={})
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    base = {"kind": "agent_request", "method": "POST", "path": "/v1/messages", "model": "m"}
+    lines = [
+        base | {"time": "t0", "status": 401, "total_ms": 2.0, "request_bytes": 10,
+                "response_bytes": 90, "error": "refused by the proxy: authentication_error: x"},
+        base | {"time": "t1", "status": 200, "total_ms": 1500.0, "time_to_first_byte_ms": 20.0,
+                "streamed": True, "input_tokens": 100, "output_tokens": 7,
+                "cache_read_input_tokens": 50, "cache_creation_input_tokens": 3,
+                "stop_reason": "end_turn", "request_bytes": 1000, "response_bytes": 800},
+        base | {"time": "t2", "status": None, "total_ms": "slow", "request_bytes": 5,
+                "response_bytes": 0, "error": "upstream connection failed: ConnectionRefusedError"},
+    ]  # fmt: skip
+    (run_dir / "agent_requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    proc = _collect("--experiment-dir", str(exp.exp_dir))
+    assert proc.returncode == 0, proc.stderr
+    tables_dir = exp.exp_dir / "tables"
+    requests = pd.read_parquet(tables_dir / "agent_requests.parquet")
+    assert list(requests.seq) == [0, 1, 2] and set(requests.task) == {"task-000"}
+    assert list(requests.http_status[:2]) == [401, 200] and pd.isna(requests.http_status[2])
+    assert requests.cache_read_tokens.iloc[1] == 50 and requests.stop_reason.iloc[1] == "end_turn"
+    runs = pd.read_parquet(tables_dir / "runs.parquet")
+    row = _row(runs, ("base", "task-000", 1))
+    assert (row.agent_requests, row.agent_request_errors) == (3, 2)
+    assert (row.proxy_input_tokens, row.proxy_output_tokens) == (100, 7)
+    assert (row.proxy_cache_read_tokens, row.proxy_cache_write_tokens) == (50, 3)
+    assert (row.agent_request_bytes, row.agent_response_bytes) == (1015, 890)
+    assert row.agent_request_seconds == 1.502  # the unreadable total_ms counts as nothing...
+    assert "agent_requests.jsonl line 3 total_ms" in row.read_errors  # ...and is named
+    other = _row(runs, ("base", "task-001", 1))
+    assert pd.isna(other.agent_requests) and "agent_requests" not in other.read_errors

@@ -24,7 +24,7 @@ VERBS: dict[str, Verb] = {
     "check-setup": Verb(
         "veriharness._util.programs", "report which external programs are installed"
     ),
-    "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool over stdio"),
+    "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool (stdio or HTTP)"),
     "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
     "check-experiment": Verb(
         "veriharness.experiment.check", "validate an experiment and write its experiment.json"

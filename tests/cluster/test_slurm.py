@@ -1,15 +1,22 @@
-"""The offline matrix through a real single-node SLURM and through local execution, compared.
+"""The offline matrix through a real single-node SLURM, grouped and ungrouped, and locally.
 
 `slurm_up.sh` starts munge, slurmctld and slurmd on this machine (root, Debian's slurm-wlm and
 munge, as `./setup.sh --test` installs them); `slurm_down.sh` stops them after the module. The
-workflow runs twice from one copy of the project that is its own git repository: once with
-`--profile profiles/slurm` (each job an `sbatch` job, status read with squeue), once with
-`--cores 2`, each into its own results directory outside the copy. Only execution settings differ,
-so both must give the same run folders, the same identity hashes and the same table rows.
+workflow runs three times from one copy of the project that is its own git repository, each into
+its own results directory outside the copy:
+
+- `grouped`: `--profile profiles/slurm` as it is: one `sbatch` job per session, the render and
+  score jobs of all four runs in one group job that starts one Chromium;
+- `ungrouped`: the same profile without its `groups` entries: one `sbatch` job per rule and run;
+- `local`: `--cores 2`.
+
+Only execution settings differ, so all three must give the same run folders, the same identity
+hashes and the same table rows.
 
 The one change to the profile's behaviour: the first status check comes after 2 s instead of 40 s,
-so the small matrix finishes in about a minute. The two runs go side by side to keep the module
-well under three minutes; their outputs do not overlap, so Snakemake's locks allow it.
+so the small matrix finishes in minutes. The runs go side by side to keep the module short; their
+outputs do not overlap, so Snakemake's locks allow it, and each SLURM run keeps its SLURM logs in
+its own folder.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"
 # The rules that run as cluster jobs; the rest are `localrules` of the workflow.
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
+GROUPED_RULES = {"render_answer", "score_answer"}
+MODES = ("grouped", "ungrouped", "local")
 # What a finished run folder must hold, whatever else it holds.
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
             "audit.json", "metrics.json"]  # fmt: skip
@@ -79,11 +88,21 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files = {
         f"config/cluster-test-{mode}.yaml": f"tasks: {json.dumps(TASKS)}\n"
         f"execution:\n  results_dir: {json.dumps(str(results / mode))}\n"
-        for mode in ("slurm", "local")
+        for mode in MODES
     }
     return copy_project(
         tmp_path_factory.mktemp("project"), TASKS, files, "Project copy for the cluster test"
     )
+
+
+def _ungrouped_profile(project: Path) -> Path:
+    """profiles/slurm without its groups: what a researcher gets by deleting those entries."""
+    settings = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    del settings["groups"], settings["group-components"]
+    folder = project.parent / "profile-ungrouped"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(settings))
+    return folder
 
 
 def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
@@ -109,13 +128,18 @@ def _finish(process: subprocess.Popen[str], project: Path, mode: str) -> Finishe
 
 @pytest.fixture(scope="module")
 def runs(slurm: Path, project: Path) -> dict[str, Finished]:
-    cluster = _start(project, "slurm", ["--profile", str(PROFILE), *FAST_STATUS])
-    local = _start(project, "local", ["--cores", "2"])
+    arguments = {
+        "grouped": ["--profile", str(PROFILE), *FAST_STATUS],
+        "ungrouped": ["--profile", str(_ungrouped_profile(project)), *FAST_STATUS],
+        "local": ["--cores", "2"],
+    }
+    for mode in ("grouped", "ungrouped"):
+        arguments[mode] += ["--slurm-logdir", str(project / ".snakemake" / f"slurm-{mode}")]
+    processes = {mode: _start(project, mode, arguments[mode]) for mode in MODES}
     try:
-        return {"local": _finish(local, project, "local"),
-                "slurm": _finish(cluster, project, "slurm")}  # fmt: skip
+        return {mode: _finish(process, project, mode) for mode, process in processes.items()}
     finally:
-        for process in (cluster, local):
+        for process in processes.values():
             _stop(process)
 
 
@@ -145,10 +169,10 @@ def _slurm_job(job_id: str) -> dict[str, str]:
     return dict(field.split("=", 1) for field in text.split() if "=" in field)
 
 
-def _jobs_by_rule(project: Path) -> dict[str, list[dict[str, str]]]:
-    """Every SLURM job of the run, found through the log the profile keeps for each."""
-    logs = project / ".snakemake" / "slurm_logs"
-    return {d.name.removeprefix("rule_"): [_slurm_job(log.stem) for log in d.glob("*/*.log")]
+def _jobs_by_rule(project: Path, mode: str) -> dict[str, list[dict[str, str]]]:
+    """Every SLURM job of one run, found through the log the profile keeps for each."""
+    logs = project / ".snakemake" / f"slurm-{mode}"
+    return {d.name.removeprefix("rule_"): [_slurm_job(log.stem) for log in d.glob("**/*.log")]
             for d in logs.iterdir()}  # fmt: skip
 
 
@@ -157,28 +181,75 @@ def _most_at_once(jobs: list[dict[str, str]]) -> int:
     return max(sum(s < end and start < e for s, e in spans) for start, end in spans)
 
 
-def test_cluster_jobs_ran_on_slurm_with_the_profile_resources(
+def _check_resources(job: dict[str, str], rule: str, cpus: int, mem_mb: int, minutes: int) -> None:
+    assert (job["JobState"], job["Partition"]) == ("COMPLETED", "debug"), job
+    assert (job["NumCPUs"], job["MinMemoryNode"]) == (str(cpus), f"{mem_mb}M"), (rule, job)
+    hours, minutes = divmod(minutes, 60)
+    assert job["TimeLimit"] == f"{hours:02d}:{minutes:02d}:00", (rule, job)
+
+
+def _session_cap() -> int:
+    """The cap on concurrent sessions: profiles/default sets it, for cluster runs too."""
+    default = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
+    caps = dict(entry.split("=") for entry in default["resources"])
+    return int(caps["agent_sessions"])
+
+
+def _wanted(profile: dict, rule: str) -> dict:
+    return {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
+
+
+def test_ungrouped_cluster_jobs_ran_one_per_rule_and_run(
     runs: dict[str, Finished], project: Path
 ) -> None:
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
-    by_rule = _jobs_by_rule(project)
+    by_rule = _jobs_by_rule(project, "ungrouped")
     assert set(by_rule) == CLUSTER_RULES, sorted(by_rule)
     for rule, jobs in by_rule.items():
         assert len(jobs) == len(TASKS) * len(CONDITIONS), (rule, jobs)
-        wanted = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
+        wanted = _wanted(profile, rule)
         for job in jobs:
-            assert (job["JobState"], job["Partition"]) == ("COMPLETED", "debug"), job
-            assert job["MinMemoryNode"] == f"{wanted['mem_mb']}M", (rule, job)
-            hours, minutes = divmod(int(wanted["runtime"]), 60)
-            assert job["TimeLimit"] == f"{hours:02d}:{minutes:02d}:00", (rule, job)
-    assert _most_at_once(by_rule["run_agent"]) <= profile["resources"]["agent_sessions"]
-    submitted = runs["slurm"].output.count("has been submitted with SLURM jobid")
-    assert submitted == sum(len(jobs) for jobs in by_rule.values()), runs["slurm"].output
+            _check_resources(job, rule, 1, wanted["mem_mb"], int(wanted["runtime"]))
+    assert _most_at_once(by_rule["run_agent"]) <= _session_cap()
+    submitted = runs["ungrouped"].output.count("has been submitted with SLURM jobid")
+    assert submitted == sum(len(jobs) for jobs in by_rule.values()), runs["ungrouped"].output
     assert "has been submitted with SLURM" not in runs["local"].output
 
 
-def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished]) -> None:
-    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs["slurm"].experiment)
+def test_grouped_render_and_score_ran_in_one_cluster_job(
+    runs: dict[str, Finished], project: Path
+) -> None:
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    assert profile["group-components"]["render_score"] >= len(TASKS) * len(CONDITIONS)
+    by_rule = _jobs_by_rule(project, "grouped")
+    group = "group_render_score_" + "_".join(sorted(GROUPED_RULES))
+    assert set(by_rule) == {"run_agent", group}, sorted(by_rule)
+    assert len(by_rule["run_agent"]) == len(TASKS) * len(CONDITIONS)
+    [job] = by_rule[group]
+    # The plugin runs a group's jobs one after another: one CPU, the memory of one job, and a
+    # time limit of the sum of the jobs' runtimes.
+    minutes = sum(int(_wanted(profile, r)["runtime"]) for r in GROUPED_RULES) * len(TASKS) * 2
+    _check_resources(job, group, 1, _wanted(profile, "render_answer")["mem_mb"], minutes)
+    submitted = runs["grouped"].output.count("has been submitted with SLURM jobid")
+    assert submitted == len(TASKS) * len(CONDITIONS) + 1, runs["grouped"].output
+
+
+def _launch_reported(experiment: Path) -> int:
+    """Renders that report a browser launch: each browser reports it with its first page."""
+    records = [json.loads(p.read_text()) for p in experiment.glob("*/*/r1/render/render.json")]
+    assert len(records) == len(TASKS) * len(CONDITIONS)
+    return sum("launch_ms" in record["timings"] for record in records)
+
+
+def test_one_browser_per_cluster_job(runs: dict[str, Finished]) -> None:
+    assert _launch_reported(runs["grouped"].experiment) == 1
+    assert _launch_reported(runs["ungrouped"].experiment) == len(TASKS) * len(CONDITIONS)
+    assert _launch_reported(runs["local"].experiment) == len(TASKS) * len(CONDITIONS)
+
+
+@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished], mode: str) -> None:
+    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs[mode].experiment)
     for key, local_run in local.items():
         files = _files(local_run)
         missing = [f for f in REQUIRED if f not in files]
@@ -187,10 +258,13 @@ def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished]) -> Non
         for run in (local_run, cluster[key]):
             outcome = json.loads((run / "outcome.json").read_text())
             assert outcome["status"] == "ok", (run, outcome)
+        for name in ("render/render.png", "render/dom.json"):
+            assert (cluster[key] / name).read_bytes() == (local_run / name).read_bytes(), key
 
 
-def test_identity_hashes_match(runs: dict[str, Finished]) -> None:
-    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs["slurm"].experiment)
+@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+def test_identity_hashes_match(runs: dict[str, Finished], mode: str) -> None:
+    local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs[mode].experiment)
     hashes = set()
     for key, local_run in local.items():
         local_record = json.loads((local_run / "run.json").read_text())
@@ -213,8 +287,9 @@ def _keys(frame: pd.DataFrame) -> list[tuple[str, ...]]:
     return sorted(tuple(str(v) for v in row) for row in frame[columns].itertuples(index=False))
 
 
-def test_tables_have_the_same_rows(runs: dict[str, Finished]) -> None:
-    local, cluster = _tables(runs["local"].experiment), _tables(runs["slurm"].experiment)
+@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+def test_tables_have_the_same_rows(runs: dict[str, Finished], mode: str) -> None:
+    local, cluster = _tables(runs["local"].experiment), _tables(runs[mode].experiment)
     assert "tables/runs.csv" in local
     assert sorted(cluster) == sorted(local)
     for name, frame in local.items():

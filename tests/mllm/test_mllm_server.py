@@ -400,37 +400,37 @@ def test_a_call_waiting_on_its_provider_does_not_hold_up_another(mllm, stub, tra
     assert started[ends[1]["call_id"]]["resolved_model_profile"] == "patient"
 
 
-def test_handed_over_variables_replace_the_sessions_own_in_the_server(
-    stub, workspace: Path, catalog_file: Path, tmp_path: Path
+def test_over_http_a_request_without_the_session_token_is_refused(
+    mllm, stub, workspace: Path, catalog_file: Path, tmp_path: Path
 ) -> None:
-    """The agent session hands the catalog's variables over under a prefix (its own
-    ANTHROPIC_* values are for the agent); the server process must use the handed values."""
+    """The transport run-agent uses: same tool and schema as over stdio, token required."""
     import os
 
-    from mllm_mcp_client import BlockingMcpClient, server_parameters
+    import httpx
+    from mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server
 
-    from veriharness.mllm.catalog import HANDED_ENV_PREFIX
-
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("VH_STUB_URL", "VH_TEST_ANTHROPIC_KEY") and not k.startswith("ANTHROPIC_")
-    }
-    env |= {
-        "VH_TEST_ANTHROPIC_KEY": "the-agents-dummy-key",
-        HANDED_ENV_PREFIX + "VH_TEST_ANTHROPIC_KEY": ANTHROPIC_KEY_VALUE,
-        HANDED_ENV_PREFIX + "VH_STUB_URL": stub.base,
-    }
-    params = server_parameters(workspace, catalog_file, tmp_path / "trace.jsonl", env)
-    with open(tmp_path / "server.log", "w") as errlog, BlockingMcpClient(params, errlog) as client:
+    token = "mllm-session-token-0123456789"
+    env = dict(os.environ) | {"VH_STUB_URL": stub.base}
+    trace = tmp_path / "trace.jsonl"
+    with http_server(workspace, catalog_file, trace, env, token, tmp_path / "server.log") as url:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}):
+            refused = httpx.post(url, json=hello, headers=headers)
+            assert refused.status_code == 401 and "session token" in refused.text
+        with pytest.raises(RuntimeError, match="did not start"):
+            with BlockingMcpClient(HttpEndpoint(url, None)):
+                pass
         before = len(stub.received)
-        result = client.call(request(model_profile="claude"))
+        with BlockingMcpClient(HttpEndpoint(url, token)) as client:
+            tools = client.list_tools().tools
+            result = client.call(request(), meta={"claudecode/toolUseId": "toolu_http_1"})
         assert not result.is_error, text_of(result)
-    received = one_new(stub, before)
-    assert received.path == "/ok/v1/messages"  # the base URL came only under the prefix
-    assert received.headers["x-api-key"] == ANTHROPIC_KEY_VALUE
-    trace = (tmp_path / "trace.jsonl").read_text()
-    assert ANTHROPIC_KEY_VALUE not in trace and "the-agents-dummy-key" not in trace
+    over_stdio = mllm.list_tools().tools
+    assert [t.model_dump() for t in tools] == [t.model_dump() for t in over_stdio]
+    one_new(stub, before)
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["mllm_call_started", "mllm_call_completed"]
+    assert events[0]["tool_use_id"] == "toolu_http_1"
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,7 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     assert image_b64[100:160] not in text and "base64" not in text
     assert ANTHROPIC_KEY_VALUE not in text
     assert stub.base.split("//")[1] not in text and "VH_STUB_URL" not in text
-    log = server_log.read_text()
-    assert "call" in log  # the server does log its tool calls, just not where they went
+    log = server_log.read_text()  # warnings and errors only: no provider address, no key
     assert stub.base.split("//")[1] not in log and ANTHROPIC_KEY_VALUE not in log
     for line in text.splitlines():
         assert json.loads(line)["event"].startswith("mllm_call_")

@@ -10,6 +10,8 @@ import pytest
 from veriharness.offline.agent_policy import (
     MAX_REVIEW_ROUNDS,
     MLLM_TOOL,
+    SNOOP_COMMAND,
+    SNOOP_MARKER,
     PolicyInputError,
     next_message,
 )
@@ -276,3 +278,19 @@ def test_malformed_requests_raise() -> None:
 def test_same_body_same_message() -> None:
     body = _body(TASK + B3, [LAYOUT_TURN, WRITE_TURN])
     assert next_message(body) == next_message(json.loads(json.dumps(body)))
+
+
+def test_only_a_prompt_with_the_snoop_marker_looks_around_first_then_does_the_task() -> None:
+    assert _tool(next_message(_body(TASK, []))).name == MLLM_TOOL
+    prompt = TASK + SNOOP_MARKER + "\n"
+    look = _tool(next_message(_body(prompt, [])))
+    assert look.name == "Bash" and look.input["command"] == SNOOP_COMMAND
+    # A failed look-around changes nothing: the task goes on as if it had not happened.
+    snooped = [("Bash", {"command": SNOOP_COMMAND}, "--- end", True)]
+    layout = _tool(next_message(_body(prompt, snooped)))
+    assert layout.name == MLLM_TOOL and layout.input["inputs"][0]["path"] == "reference.png"
+    done = snooped + [(MLLM_TOOL, layout.input, json.dumps(LAYOUT), False)]
+    write = _tool(next_message(_body(prompt, done)))
+    assert write.name == "Write" and write.input["file_path"] == f"{WORKDIR}/answer.html"
+    finished = done + [("Write", write.input, "ok", False)]
+    assert "Wrote answer.html" in _text(next_message(_body(prompt, finished)))

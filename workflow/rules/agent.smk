@@ -5,10 +5,11 @@
 rule run_agent:
     input:
         f"{RUN}/run.json",
+    # transcript.jsonl and mllm_trace.jsonl are written too but not declared: Snakemake deletes
+    # declared outputs of a killed job, and a lost attempt's transcript must survive for
+    # run-agent to keep it under attempts/ (agent/attempts.py).
     output:
         outcome=f"{RUN}/outcome.json",
-        transcript=f"{RUN}/transcript.jsonl",
-        trace=f"{RUN}/mllm_trace.jsonl",
         answer=directory(f"{RUN}/answer"),
     log:
         f"{LOGS}/run_agent/{RUN_LOG}",

@@ -1,4 +1,6 @@
-# Render answer.html in Chromium at the reference size, network closed.
+# Render answer.html in Chromium at the reference size, network closed. Inside a SLURM job the
+# renders of one cluster job (a group job, profiles/slurm) share one Chromium; elsewhere each
+# render launches its own. The output is the same either way.
 
 
 rule render_answer:
@@ -29,4 +31,4 @@ rule render_answer:
         out=f"{RUN}/render",
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"
-        " --out {params.out} > {log} 2>&1"
+        " --out {params.out} --browser-pool slurm-job > {log} 2>&1"

@@ -1,4 +1,6 @@
 # Audit the artifact rules and score fidelity against the reference.
+# The scorer version is a param: a new one rescores every finished run, never a session (P-17).
+from veriharness.score import SCORER_VERSION
 
 
 rule score_answer:
@@ -13,6 +15,7 @@ rule score_answer:
         f"{EXP_DIR}/benchmarks/score_answer/{RUN_LOG[:-4]}.tsv"
     retries: config["execution"]["retries"]
     params:
+        scorer_version=SCORER_VERSION,
         render_dir=f"{RUN}/render",
         answer=f"{RUN}/answer",
         task=TASK_DIR,

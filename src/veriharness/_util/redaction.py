@@ -1,12 +1,12 @@
 """Secret values taken out of text before it is written to a run folder.
 
-Keys and private endpoint addresses reach an agent session only through its environment, but
-what the session writes can carry them on: an agent that runs `env` in Bash puts every variable in
-its transcript, and an instruction it sends to CallMLLM lands in the trace. Records, tables and
-report pages are all built from those files. So the writers of the transcript, Claude Code's
-stderr and the CallMLLM trace replace each known secret value with `[redacted:<NAME>]`, naming
-the variable it came from. Values shorter than `MIN_SECRET_CHARS` are not treated as secrets:
-replacing them would mangle ordinary text and they protect nothing.
+An agent session holds no key or private address (they stay with `run-agent`, the model proxy
+and the `mllm` server, outside its sandbox), only its own per-session tokens. As a second line
+of defence, and for the tokens, the writers of the transcript, Claude Code's stderr, the server
+logs and the CallMLLM trace replace each known secret value with `[redacted:<NAME>]`, naming the
+variable it came from: records, tables and report pages are all built from those files. Values
+shorter than `MIN_SECRET_CHARS` are not treated as secrets: replacing them would mangle ordinary
+text and they protect nothing.
 """
 
 from __future__ import annotations

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["load_json", "read_jsonl", "typed_value"]
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "BatchFileError",
+    "describe_validation",
+    "load_json",
+    "read_batch_file",
+    "read_jsonl",
+    "typed_value",
+]
 
 
 def _read_text(path: Path, name: str, errors: list[str], *, lenient: bool) -> str | None:
@@ -85,3 +94,38 @@ def typed_value(value: Any, dtype: str, where: str, errors: list[str]) -> Any:
         errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
         return None
     return value
+
+
+_Item = TypeVar("_Item", bound=BaseModel)
+
+
+class BatchFileError(ValueError):
+    """A batch file that cannot be used; the message names the file, the line and the field."""
+
+
+def describe_validation(error: ValidationError) -> str:
+    """Each problem as `field: message (got value)`."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
+        for e in error.errors()
+    )
+
+
+def read_batch_file(path: Path, model: type[_Item]) -> list[_Item]:
+    """Every line of a batch file (one JSON object per run), each checked against `model`
+    before any of them is used; blank lines are skipped, an empty file is an error."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchFileError(f"batch file {path} cannot be read: {exc}") from exc
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            raise BatchFileError(f"{path} line {number}: {describe_validation(exc)}") from exc
+    if not items:
+        raise BatchFileError(f"batch file {path} holds no runs")
+    return items

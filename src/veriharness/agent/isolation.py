@@ -7,16 +7,17 @@ Design notes:
   `results/`, the git history, other checkouts. The workspace being outside the project keeps
   `CLAUDE.md` and commits out of the prompt, but not out of reach.
 - Allow-list, not deny-list: copies of the tasks may sit anywhere, so the sandbox starts empty and
-  binds in, read-only, the system (`/usr`, `/etc`, ...), Python (its prefixes and the folder the
-  `veriharness` package is imported from, for the `mllm` server Claude Code starts), the `claude`
-  installation, the catalog and the taxonomy; and, writable, the workspace, the run folder (the
-  server writes `mllm_trace.jsonl` there; Claude Code reads the system prompt and MCP config from
-  it) and the session's config folder. `/tmp` is a fresh, empty tmpfs; `/dev` and `/proc` are
-  private, and so is the process tree (`--unshare-pid`), so the session cannot read other
-  processes' environments or command lines.
-- The network is shared: the session reaches its model (the offline model on loopback, or a real
-  provider) and the `mllm` server its providers. Environment variables are not hidden: what the
-  session is given, its Bash sees (docs/decisions.md, P-5).
+  binds in, read-only, the system (`/usr`, `/etc`, ...), Python's prefixes (software the agent's
+  Bash may run) and the `claude` installation, plus the two files Claude Code reads at start (the
+  appended system prompt and the MCP config, copied to a private per-session folder); writable,
+  only the workspace and Claude Code's config folder (in that private folder, discarded after
+  the session). Not the run folder, the catalog, the taxonomy or the project checkout: the
+  `mllm` server and the model proxy run outside and hold them. `/tmp` is a fresh, empty tmpfs;
+  `/dev` and `/proc` are private, and so is the process tree (`--unshare-pid`), so the session
+  cannot read other processes' environments or command lines.
+- The network is shared: the session reaches the model proxy and the `mllm` server on loopback,
+  each guarded by its own per-session token. The environment is an allow-list
+  (`veriharness.agent.session.session_environment`): no key, no private address.
 - `--die-with-parent`: when `run-agent` ends the session's process group (time limit, interrupt),
   everything inside ends with it.
 """
@@ -27,9 +28,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import veriharness
-
-__all__ = ["SYSTEM_PATHS", "sandboxed", "python_paths", "claude_installation"]
+__all__ = ["SYSTEM_PATHS", "sandboxed", "software_paths", "claude_installation"]
 
 # Read-only system folders, bound when present (`/bin`, `/lib` are often links into `/usr`).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/opt")
@@ -37,10 +36,11 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/o
 _RESOLVER = "/run/systemd/resolve"
 
 
-def python_paths() -> list[Path]:
-    """Where this Python and the `veriharness` package live (the mllm server runs from them)."""
-    package_parent = Path(veriharness.__file__).resolve().parents[1]
-    return [Path(sys.base_prefix), Path(sys.prefix), package_parent]
+def software_paths(project: Path) -> list[Path]:
+    """Python's prefixes, for programs the agent may run; none that lies in the project."""
+    project = project.resolve()
+    prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    return sorted(p for p in prefixes if p != project and project not in p.parents)
 
 
 def claude_installation(claude: Path) -> Path:
@@ -58,6 +58,7 @@ def sandboxed(
     bwrap: Path,
     readable: Iterable[Path],
     writable: Iterable[Path],
+    readable_files: Iterable[Path] = (),
     workdir: Path,
     home: Path,
 ) -> list[str]:
@@ -71,6 +72,8 @@ def sandboxed(
         args += ["--ro-bind", str(folder), str(folder)]
     for folder in _outermost(Path(p).resolve() for p in writable):
         args += ["--bind", str(folder), str(folder)]
+    for file in readable_files:
+        args += ["--ro-bind", str(Path(file).resolve()), str(Path(file).resolve())]
     args += ["--setenv", "HOME", str(home), "--chdir", str(workdir), "--"]
     return args + command
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,15 +31,13 @@ from pydantic import BaseModel, Field
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
-from veriharness.agent.isolation import claude_installation, python_paths, sandboxed
+from veriharness.agent.attempts import keep_earlier_attempt
+from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
+from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
+from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
-from veriharness.mllm.catalog import (
-    HANDED_ENV_PREFIX,
-    OFFLINE_URL_ENV,
-    expand_env_refs,
-    handed_environment,
-    load_catalog,
-)
+from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
+from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
 
 if TYPE_CHECKING:
     from veriharness.experiment.config import ExperimentConfig
@@ -60,8 +60,11 @@ USER_MESSAGE = (
     "Work in the current directory."
 )
 _KILL_GRACE_SECONDS = 5.0
-_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH")
+_MLLM_START_SECONDS = 60.0
 _MASK = "***"
+MLLM_SERVER_LOG = "mllm_server.log"
+# The caller's variables a session gets (plus LC_*); everything else stays outside.
+_PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
 Status = Literal["ok", "failed", "timeout", "max_turns", "not_started"]
 
@@ -121,6 +124,7 @@ class AgentOutcome(BaseModel):
     session_tools: list[str] | None = None  # the tools the session's init event listed
     answer_present: bool = False
     claude_version: str | None = None
+    sandboxed: bool | None = None  # None: recorded before the session boundary moved outside
     offline: bool
     model: str
     user_message: str = USER_MESSAGE
@@ -163,20 +167,14 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
     )
 
 
-def mcp_config(plan: SessionPlan, workspace: Path) -> dict[str, Any]:
-    """The per-run MCP config: the `mllm` server over stdio. No secrets: Claude Code passes its
-    own environment to the server, so keys stay in the environment."""
-    args = [
-        "-m", "veriharness", "mllm-server",
-        "--workspace", str(workspace),
-        "--catalog", str(plan.catalog),
-        "--taxonomy", str(plan.taxonomy),
-        "--trace", str(plan.run_dir / "mllm_trace.jsonl"),
-    ]  # fmt: skip
-    return {"mcpServers": {"mllm": {"type": "stdio", "command": sys.executable, "args": args}}}
+def mcp_config(mllm_url: str, token: str) -> dict[str, Any]:
+    """The session's MCP config: the address of the `mllm` server, which runs outside the
+    sandbox, and the per-session token it checks. Nothing else of the run reaches the session."""
+    server = {"type": "http", "url": mllm_url, "headers": {"Authorization": f"Bearer {token}"}}
+    return {"mcpServers": {"mllm": server}}
 
 
-def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
+def command_line(plan: SessionPlan, mcp_config_path: Path, system_prompt: Path) -> list[str]:
     """The claude command. `--tools` makes the built-in tools of `allowed_tools` the only ones
     the session has (`--allowedTools` alone only pre-approves them, and bypassPermissions
     approves everything anyway: WebSearch, WebFetch, Task and some twenty more would be there)."""
@@ -186,7 +184,7 @@ def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
         "-p", USER_MESSAGE,
         "--output-format", "stream-json",
         "--verbose",
-        "--append-system-prompt-file", str(plan.system_prompt),
+        "--append-system-prompt-file", str(system_prompt),
         "--mcp-config", str(mcp_config_path),
         "--strict-mcp-config",
         "--max-turns", str(plan.max_turns),
@@ -198,16 +196,20 @@ def command_line(plan: SessionPlan, mcp_config_path: Path) -> list[str]:
 
 
 def session_environment(
-    plan: SessionPlan, config_dir: Path, offline_url: str | None
+    plan: SessionPlan, config_dir: Path, proxy_url: str, token: str
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The session's environment, and the part of it VeriHarness set, masked for the record.
+    """The session's whole environment, and the part VeriHarness set with the token masked.
 
-    Inherited variables pass through, except Anthropic settings of the calling shell, which
-    would silently redirect the session. The catalog's own variables (keys, `${VAR}` base URLs)
-    are also handed to the mllm server under a prefix, so a profile gets the caller's values
-    even where the session's differ (ANTHROPIC_API_KEY) or are dropped (ANTHROPIC_*_BASE_URL)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    Built from an allow-list, never from the caller's environment as a whole: the session gets
+    the locale, PATH and the like, its model's address (the loopback proxy) and its own token as
+    API key, and nothing that holds a key, another token or a private address."""
+    passed = {
+        k: v
+        for k, v in os.environ.items()
+        if k in _PASSED_VARIABLES or (k.startswith("LC_") and k.isupper())
+    }
     ours: dict[str, str] = {
+        "HOME": str(config_dir),
         "CLAUDE_CONFIG_DIR": str(config_dir),
         "IS_SANDBOX": "1",  # lets root use bypassPermissions; the workspace is the sandbox
         "ENABLE_TOOL_SEARCH": "true" if plan.tool_search else "false",
@@ -215,34 +217,42 @@ def session_environment(
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
+        "ANTHROPIC_BASE_URL": proxy_url,
+        "ANTHROPIC_API_KEY": token,
     }
-    ours.update(handed_environment(load_catalog(plan.catalog), os.environ))
-    if offline_url is not None:
-        ours[OFFLINE_URL_ENV] = offline_url  # for CallMLLM profiles served by the offline model
+    recorded = {k: (_MASK if k == "ANTHROPIC_API_KEY" else v) for k, v in sorted(ours.items())}
+    return {**passed, **ours}, recorded
+
+
+def upstream_for(plan: SessionPlan, offline_url: str | None) -> Upstream:
+    """Where the proxy sends the agent's requests, with the real key (read here, outside)."""
     if plan.endpoint == "offline":
         assert offline_url is not None
-        ours["ANTHROPIC_BASE_URL"] = offline_url
-        ours["ANTHROPIC_API_KEY"] = "offline-model-needs-no-key"
-    else:
-        key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
-        key = os.environ.get(key_name)
-        if not key:
-            raise RuntimeError(f"agent.api_key_env names {key_name}, which is not set")
-        ours["ANTHROPIC_API_KEY"] = key
-        if plan.endpoint == "gateway":
-            if not plan.base_url:
-                raise RuntimeError("agent.endpoint is 'gateway' but agent.base_url is empty")
-            ours["ANTHROPIC_BASE_URL"] = expand_env_refs(plan.base_url, "agent.base_url")
-    recorded = {k: _masked(k, v, plan) for k, v in sorted(ours.items())}
-    return {**base, **ours}, recorded
+        return Upstream(offline_url, None)
+    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
+    key = os.environ.get(key_name)
+    if not key:
+        raise RuntimeError(f"agent.api_key_env names {key_name}, which is not set")
+    if plan.endpoint == "anthropic":
+        return Upstream(ANTHROPIC_URL, key)
+    if not plan.base_url:
+        raise RuntimeError("agent.endpoint is 'gateway' but agent.base_url is empty")
+    return Upstream(expand_env_refs(plan.base_url, "agent.base_url"), key)
 
 
-def _masked(name: str, value: str, plan: SessionPlan) -> str:
-    if name.startswith(HANDED_ENV_PREFIX) or any(hint in name.upper() for hint in _SECRET_HINTS):
-        return _MASK
-    if name == "ANTHROPIC_BASE_URL" and plan.endpoint != "offline":
-        return _MASK  # a private gateway's address is a secret too
-    return value
+def _secrets(plan: SessionPlan, tokens: dict[str, str]) -> Redactor:
+    """Every value that must not reach a file of the run folder: the catalog's keys and private
+    addresses, the agent's key and gateway address, and the session's tokens."""
+    values = dict(load_catalog(plan.catalog).secrets(os.environ))
+    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
+    if plan.endpoint != "offline" and os.environ.get(key_name):
+        values[key_name] = os.environ[key_name]
+    if plan.endpoint == "gateway" and plan.base_url:
+        try:
+            values["agent.base_url"] = expand_env_refs(plan.base_url, "agent.base_url")
+        except ValueError:
+            pass  # unset: reported when the upstream is built
+    return Redactor(values | tokens)
 
 
 @contextmanager
@@ -258,55 +268,115 @@ def _model_endpoint(plan: SessionPlan) -> Iterator[str | None]:
         yield url
 
 
-def run_session(plan: SessionPlan) -> AgentOutcome:
-    """Run the session and write transcript, trace, answer and outcome into the run folder."""
+@contextmanager
+def running_mllm_server(
+    plan: SessionPlan, workspace: Path, offline_url: str | None, token: str, port_file: Path
+) -> Iterator[str]:
+    """The `mllm` server for one session, outside the sandbox, on a loopback port; yields the
+    URL the session's MCP config names. It runs with the caller's environment (the catalog's
+    keys) and writes the trace into the run folder."""
+    env = dict(os.environ) | {MLLM_TOKEN_ENV: token}
+    if offline_url is not None:
+        env[OFFLINE_URL_ENV] = offline_url
+    command = [
+        sys.executable, "-m", "veriharness", "mllm-server", "--transport", "http",
+        "--workspace", str(workspace),
+        "--catalog", str(plan.catalog),
+        "--taxonomy", str(plan.taxonomy),
+        "--trace", str(plan.run_dir / "mllm_trace.jsonl"),
+        "--port-file", str(port_file),
+    ]  # fmt: skip
+    log_path = plan.run_dir / MLLM_SERVER_LOG
+    with open(log_path, "w", encoding="utf-8") as log:
+        server = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + _MLLM_START_SECONDS
+        while not port_file.exists():
+            if server.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(encoding="utf-8", errors="replace")[-500:]
+                raise RuntimeError(f"the mllm server did not start: {tail.strip()}")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{int(port_file.read_text())}{MLLM_HTTP_PATH}"
+    finally:
+        _kill_group(server)
+
+
+def run_session(
+    plan: SessionPlan,
+    admit: Admit | None = None,
+    on_record: Callable[[AgentRequest], None] | None = None,
+) -> AgentOutcome:
+    """Run the session and write transcript, trace, answer and outcome into the run folder.
+
+    `admit`, when given, sees every model request before it goes upstream and may refuse it;
+    `on_record` gets each request's record once it is written (both for spending caps)."""
     started, clock = _now(), time.monotonic()
     run_dir = plan.run_dir
-    for stale in ("transcript.jsonl", "mllm_trace.jsonl", "outcome.json", "model_requests.jsonl"):
-        (run_dir / stale).unlink(missing_ok=True)
+    keep_earlier_attempt(run_dir)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
-    config_dir = Path(tempfile.mkdtemp(prefix="veriharness-claude-config-"))
+    # Private to this session, outside the run folder, and discarded afterwards: Claude Code's
+    # config and home, and the two files it reads at start (it cannot see the run folder).
+    session_dir = Path(tempfile.mkdtemp(prefix="veriharness-session-"))
+    config_dir = session_dir / "claude-config"
+    config_dir.mkdir()
+    mcp_path = session_dir / "mcp_config.json"
+    tokens = {"session token": secrets.token_urlsafe(32), "mllm token": secrets.token_urlsafe(32)}
+    redact = Redactor(tokens)
     base: dict[str, Any] = {
         "offline": plan.offline,
         "model": plan.model,
         "claude_version": claude_version(plan.claude),
+        "sandboxed": plan.isolation == "bwrap",
         "workspace": str(workspace),
         "workspace_kept": plan.keep_workspace,
         "started_at": started,
     }
     try:
-        mcp_path = run_dir / "mcp_config.json"
-        atomic.write_json(mcp_path, mcp_config(plan, workspace))
-        with _model_endpoint(plan) as offline_url:
-            env, recorded_env = session_environment(plan, config_dir, offline_url)
-            command = command_line(plan, mcp_path)
+        prompt = Path(shutil.copyfile(plan.system_prompt, session_dir / "system_prompt.md"))
+        redact = _secrets(plan, tokens)
+        with ExitStack() as stack:
+            offline_url = stack.enter_context(_model_endpoint(plan))
+            proxy_url = stack.enter_context(
+                running_proxy(
+                    upstream_for(plan, offline_url),
+                    tokens["session token"],
+                    run_dir / REQUESTS_FILE,
+                    admit,
+                    on_record,
+                )
+            )
+            mllm_url = stack.enter_context(
+                running_mllm_server(
+                    plan, workspace, offline_url, tokens["mllm token"], session_dir / "mllm.port"
+                )
+            )
+            mcp_path.write_text(json.dumps(mcp_config(mllm_url, tokens["mllm token"])) + "\n")
+            env, recorded_env = session_environment(
+                plan, config_dir, proxy_url, tokens["session token"]
+            )
+            command = command_line(plan, mcp_path, prompt)
             if plan.isolation == "bwrap":
                 command = sandboxed(
                     command,
                     bwrap=find_bwrap(),
-                    readable=[
-                        *python_paths(),
-                        claude_installation(plan.claude),
-                        plan.catalog,
-                        plan.taxonomy,
-                    ],
-                    writable=[workspace, run_dir, config_dir],
+                    readable=[*software_paths(plan.project), claude_installation(plan.claude)],
+                    readable_files=[prompt, mcp_path],
+                    writable=[workspace, config_dir],
                     workdir=workspace,
                     home=config_dir,
                 )
             base.update(command=command, environment=recorded_env)
-            redact = Redactor(
-                {
-                    name.removeprefix(HANDED_ENV_PREFIX): env[name]
-                    for name, shown in recorded_env.items()
-                    if shown == _MASK
-                }
-            )
             session_clock = time.monotonic()
             exit_code, timed_out = _run_process(command, env, workspace, plan, redact)
             base["session_seconds"] = round(time.monotonic() - session_clock, 3)
-        for written_by_others in ("claude_stderr.log", "model_requests.jsonl"):
-            redact.rewrite(run_dir / written_by_others)
+        _redact_files(run_dir, redact)
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
         outcome = AgentOutcome(
@@ -321,19 +391,25 @@ def run_session(plan: SessionPlan) -> AgentOutcome:
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
+        _redact_files(run_dir, redact)
         outcome = AgentOutcome(
             **base,
             status="not_started" if "command" not in base else "failed",
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=f"{type(error).__name__}: {error}",
+            error=redact(f"{type(error).__name__}: {error}"),
         )
     finally:
         if not plan.keep_workspace:
             remove_workspace(workspace)
-        remove_workspace(config_dir)
+        remove_workspace(session_dir)
     atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     return outcome
+
+
+def _redact_files(run_dir: Path, redact: Redactor) -> None:
+    for written_by_others in ("claude_stderr.log", "model_requests.jsonl", MLLM_SERVER_LOG):
+        redact.rewrite(run_dir / written_by_others)
 
 
 def _run_process(
@@ -379,7 +455,7 @@ def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:
         sink.flush()
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

@@ -22,6 +22,8 @@ __all__ = [
     "RUNS_FAMILIES",
     "AGENT_TOOL_CALLS",
     "MLLM_CALLS",
+    "AGENT_REQUESTS",
+    "AGENT_REQUEST_SUMS",
     "CAPABILITY_TAGS",
     "CAPABILITY_COMBINATIONS",
     "INFERRED_TAGS",
@@ -111,6 +113,12 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
         "wall_seconds", "Float64", "outcome.json:wall_seconds", "wall time measured by run-agent"
     ),
     Column("mllm_connected", "boolean", "outcome.json:mllm_connected", "mllm server connected"),
+    Column(
+        "sandboxed",
+        "boolean",
+        "outcome.json:sandboxed",
+        "the session ran in the bubblewrap sandbox (null: recorded before this was)",
+    ),
     Column("answer_present", "boolean", "outcome.json:answer_present", "answer.html was produced"),
     Column("claude_version", "string", "outcome.json:claude_version", "claude CLI version"),
     Column("session_id", "string", "outcome.json:session_id", "claude session id"),
@@ -123,8 +131,56 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
     ),
     Column("mllm_calls_failed", "Int64", "derived:mllm_calls_failed", "calls that failed"),
     Column("mllm_calls_rejected", "Int64", "derived:mllm_calls_rejected", "calls rejected"),
+    Column(
+        "agent_requests",
+        "Int64",
+        "derived:agent_requests",
+        "requests the model proxy received (null: the run has no agent_requests.jsonl)",
+    ),
+    Column(
+        "agent_request_errors",
+        "Int64",
+        "derived:agent_requests",
+        "of those, requests with an error (refused, HTTP error, connection failed, stream cut)",
+    ),
+    Column(
+        "agent_request_seconds",
+        "Float64",
+        "derived:agent_requests",
+        "sum of the requests' total_ms, in seconds",
+    ),
+    Column(
+        "proxy_input_tokens", "Int64", "derived:agent_requests", "sum of requests' input_tokens"
+    ),
+    Column(
+        "proxy_output_tokens", "Int64", "derived:agent_requests", "sum of requests' output_tokens"
+    ),
+    Column(
+        "proxy_cache_read_tokens",
+        "Int64",
+        "derived:agent_requests",
+        "sum of requests' cache_read_tokens",
+    ),
+    Column(
+        "proxy_cache_write_tokens",
+        "Int64",
+        "derived:agent_requests",
+        "sum of requests' cache_write_tokens",
+    ),
+    Column(
+        "agent_request_bytes", "Int64", "derived:agent_requests", "sum of requests' request_bytes"
+    ),
+    Column(
+        "agent_response_bytes",
+        "Int64",
+        "derived:agent_requests",
+        "sum of requests' response_bytes",
+    ),
     Column("render_status", "string", "render/render.json:status", "status written by render"),
     Column("metrics_status", "string", "metrics.json:status", "status written by score"),
+    Column(
+        "scorer_version", "string", "metrics.json:scorer_version", "scorer that wrote metrics.json"
+    ),
     Column("run_record", "string", "derived:run_record", "path of run.json, relative to results/"),
 )
 
@@ -209,6 +265,61 @@ MLLM_CALLS: tuple[Column, ...] = RUN_KEYS + (
     Column("error_type", "string", "mllm_trace:error_type", "error class of a failed call"),
     Column("error", "string", "mllm_trace:error", "error text of a failed or rejected call"),
 )
+
+AGENT_REQUESTS: tuple[Column, ...] = RUN_KEYS + (
+    Column("seq", "Int64", "derived:seq", "0-based order of the request within the run"),
+    Column("time", "string", "agent_requests:time", "when the proxy received it (UTC)"),
+    Column("method", "string", "agent_requests:method", "HTTP method"),
+    Column("path", "string", "agent_requests:path", "request path, e.g. /v1/messages"),
+    Column("model", "string", "agent_requests:model", "the model the request named"),
+    Column(
+        "http_status",
+        "Int64",
+        "agent_requests:status",
+        "status the agent got; null when no HTTP answer reached it (connection failed)",
+    ),
+    Column(
+        "time_to_first_byte_ms",
+        "Float64",
+        "agent_requests:time_to_first_byte_ms",
+        "from the request read to the first response byte sent on",
+    ),
+    Column("total_ms", "Float64", "agent_requests:total_ms", "from the request read to the end"),
+    Column("streamed", "boolean", "agent_requests:streamed", "the answer was an event stream"),
+    Column("input_tokens", "Int64", "agent_requests:input_tokens", "input tokens (usage)"),
+    Column("output_tokens", "Int64", "agent_requests:output_tokens", "output tokens (usage)"),
+    Column(
+        "cache_read_tokens",
+        "Int64",
+        "agent_requests:cache_read_input_tokens",
+        "tokens read from the prompt cache",
+    ),
+    Column(
+        "cache_write_tokens",
+        "Int64",
+        "agent_requests:cache_creation_input_tokens",
+        "tokens written to the prompt cache",
+    ),
+    Column("stop_reason", "string", "agent_requests:stop_reason", "why the model stopped"),
+    Column("request_bytes", "Int64", "agent_requests:request_bytes", "request body size"),
+    Column("response_bytes", "Int64", "agent_requests:response_bytes", "response body size sent"),
+    Column(
+        "error",
+        "string",
+        "agent_requests:error",
+        "refused by the proxy, upstream error (type: message), connection failed, or stream cut",
+    ),
+)
+
+# The runs columns summed from AGENT_REQUESTS: runs column -> agent_requests column.
+AGENT_REQUEST_SUMS = {
+    "proxy_input_tokens": "input_tokens",
+    "proxy_output_tokens": "output_tokens",
+    "proxy_cache_read_tokens": "cache_read_tokens",
+    "proxy_cache_write_tokens": "cache_write_tokens",
+    "agent_request_bytes": "request_bytes",
+    "agent_response_bytes": "response_bytes",
+}
 
 CAPABILITY_TAGS: tuple[Column, ...] = RUN_KEYS + (
     Column("call_id", "string", "mllm_calls:call_id", "id of the call"),
@@ -303,6 +414,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "runs": RUNS,
     "agent_tool_calls": AGENT_TOOL_CALLS,
     "mllm_calls": MLLM_CALLS,
+    "agent_requests": AGENT_REQUESTS,
     "capability_tags": CAPABILITY_TAGS,
     "capability_combinations": CAPABILITY_COMBINATIONS,
     "inferred_tags": INFERRED_TAGS,

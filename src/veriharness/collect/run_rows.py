@@ -1,5 +1,6 @@
-"""Reading one run folder: run.json, outcome.json, transcript.jsonl, mllm_trace.jsonl, and the
-metrics, audit and render JSON files, into the rows the collected tables are built from.
+"""Reading one run folder: run.json, outcome.json, transcript.jsonl, mllm_trace.jsonl,
+agent_requests.jsonl, and the metrics, audit and render JSON files, into the rows the collected
+tables are built from.
 
 Design notes:
 
@@ -18,7 +19,7 @@ from typing import Any, NamedTuple
 
 from veriharness._util.run_files import load_json, read_jsonl, typed_value
 from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
-from veriharness.collect.columns import RUNS
+from veriharness.collect.columns import AGENT_REQUEST_SUMS, AGENT_REQUESTS, RUNS
 
 __all__ = ["RunKey", "RunExtract", "extract_run"]
 
@@ -33,6 +34,7 @@ class RunExtract(NamedTuple):
     run: dict[str, Any]
     tool_calls: list[dict[str, Any]]
     mllm_calls: list[dict[str, Any]]
+    agent_requests: list[dict[str, Any]]
     inferred: list[dict[str, Any]] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
 
@@ -69,6 +71,35 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+# Written by the model proxy (veriharness.agent.request_record); runs made before it have none.
+_REQUESTS_FILE = "agent_requests.jsonl"
+
+
+def _request_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]] | None:
+    """The agent_requests rows of one run (without the run keys); None when it has no file."""
+    if not (run_dir / _REQUESTS_FILE).exists():
+        return None
+    records = read_jsonl(run_dir / _REQUESTS_FILE, _REQUESTS_FILE, errors) or []
+    rows = []
+    for seq, record in enumerate(records):
+        row: dict[str, Any] = {"seq": seq}
+        for col in AGENT_REQUESTS:
+            file, _, field = col.source.partition(":")
+            if file == "agent_requests":
+                where = f"{_REQUESTS_FILE} line {seq + 1} {field}"
+                row[col.name] = typed_value(record.get(field), col.dtype, where, errors)
+        rows.append(row)
+    return rows
+
+
+def _request_sums(row: dict[str, Any], requests: list[dict[str, Any]]) -> None:
+    row["agent_requests"] = len(requests)
+    row["agent_request_errors"] = sum(1 for r in requests if r.get("error"))
+    row["agent_request_seconds"] = round(sum(r.get("total_ms") or 0.0 for r in requests) / 1000, 3)
+    for total, field in AGENT_REQUEST_SUMS.items():
+        row[total] = sum(r.get(field) or 0 for r in requests)
 
 
 def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) -> None:
@@ -127,7 +158,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     row["run_record"] = f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
     if not os.path.isdir(run_dir):
         row.update(status="missing", reason="run folder is absent", read_errors="")
-        return RunExtract(row, [], [])
+        return RunExtract(row, [], [], [])
     errors: list[str] = []
     outcome = load_json(run_dir / "outcome.json", "outcome.json", errors)
     # An external answer has no run record, transcript or trace: their absence is no error.
@@ -169,10 +200,14 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["mllm_calls_failed"] = outcomes["failed"]
         row["mllm_calls_rejected"] = outcomes["rejected"]
     inferred = [] if external else _inferred_rows(run_dir, errors)
+    requests = None if external else _request_rows(run_dir, errors)
+    if requests is not None:
+        _request_sums(row, requests)
     row["read_errors"] = "; ".join(errors)
     return RunExtract(
         row,
         [{**keys, **t} for t in tools or ()],
         [{**keys, **c} for c in calls or ()],
+        [{**keys, **r} for r in requests or ()],
         [{**keys, **i} for i in inferred],
     )

@@ -26,6 +26,7 @@ import pandas as pd
 from veriharness._util import atomic
 from veriharness.collect.agreement import agreement_rows, with_declared
 from veriharness.collect.columns import (
+    AGENT_REQUESTS,
     AGENT_TOOL_CALLS,
     CAPABILITY_COMBINATIONS,
     CAPABILITY_TAGS,
@@ -43,6 +44,7 @@ __all__ = [
     "runs_df",
     "agent_tool_calls_df",
     "mllm_calls_df",
+    "agent_requests_df",
     "capability_tags_df",
     "capability_combinations_df",
     "inferred_tags_df",
@@ -63,6 +65,7 @@ class Tables(NamedTuple):
     inferred_tags: pd.DataFrame
     tag_agreement: pd.DataFrame
     missing: list[RunKey]
+    agent_requests: pd.DataFrame
 
 
 # --- building the tables -------------------------------------------------------------------------
@@ -108,6 +111,10 @@ def agent_tool_calls_df(extraction: Extraction) -> pd.DataFrame:
 
 def mllm_calls_df(extraction: Extraction) -> pd.DataFrame:
     return _frame([c for ex in extraction.extracts for c in ex.mllm_calls], MLLM_CALLS)
+
+
+def agent_requests_df(extraction: Extraction) -> pd.DataFrame:
+    return _frame([r for ex in extraction.extracts for r in ex.agent_requests], AGENT_REQUESTS)
 
 
 def inferred_tags_df(extraction: Extraction, mllm_calls: pd.DataFrame) -> pd.DataFrame:
@@ -175,6 +182,7 @@ def collect_tables(extraction: Extraction) -> Tables:
         inferred,
         tag_agreement_df(inferred),
         extraction.missing,
+        agent_requests_df(extraction),
     )
 
 
@@ -246,6 +254,7 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
         "runs",
         "agent_tool_calls",
         "mllm_calls",
+        "agent_requests",
         "capability_tags",
         "capability_combinations",
         "inferred_tags",

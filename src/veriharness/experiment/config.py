@@ -138,8 +138,13 @@ class AgentSettings(_Strict):
         """The settings that define a run: all but the key's variable name, which only says
         where the key is read from. `tool_set: exclusive` says `allowed_tools` is the whole
         tool set (claude --tools), which sets these runs apart from runs that had Claude Code's
-        default tools as well."""
-        return self.model_dump(mode="json", exclude={"api_key_env"}) | {"tool_set": "exclusive"}
+        default tools as well. `session_boundary` says the model proxy and the `mllm` server
+        ran outside the sandbox (docs/decisions.md, P-19): such a session sees less than one
+        before it, so earlier runs are redone rather than mixed with these."""
+        return self.model_dump(mode="json", exclude={"api_key_env"}) | {
+            "tool_set": "exclusive",
+            "session_boundary": "proxy-and-mllm-outside",
+        }
 
     @field_validator("model")
     @classmethod

@@ -1,0 +1,9 @@
+"""The `mllm` MCP server (CallMLLM): tool schema, model catalog, provider backends, trace.
+
+The agent stage starts the server outside the session's sandbox, over streamable HTTP on a
+loopback port, and tells the session only the address and a per-session token."""
+
+# The per-session token the HTTP transport requires, handed to the server in its environment.
+MLLM_TOKEN_ENV = "VERIHARNESS_MLLM_TOKEN"
+# Where the streamable HTTP transport answers.
+MLLM_HTTP_PATH = "/mcp"

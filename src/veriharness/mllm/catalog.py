@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -29,18 +29,11 @@ __all__ = [
     "ModelProfile",
     "ModelCatalog",
     "load_catalog",
-    "HANDED_ENV_PREFIX",
-    "handed_environment",
-    "take_handed_environment",
 ]
 
 # The embedded offline model's address, set by whoever starts it (see veriharness.offline).
 OFFLINE_URL_ENV = "VERIHARNESS_OFFLINE_URL"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# The catalog's variables travel to the mllm server under this prefix: the agent session's
-# environment drops or replaces ANTHROPIC_* settings (they would redirect the agent), and a
-# profile may need the caller's own ANTHROPIC_API_KEY or an ANTHROPIC_*_BASE_URL.
-HANDED_ENV_PREFIX = "VERIHARNESS_MLLM_ENV_"
 
 
 class CatalogError(ValueError):
@@ -171,22 +164,6 @@ class ModelCatalog(BaseModel):
         for profile in self.profiles:
             names.update(_ENV_REF.findall(profile.provider.base_url))
         return tuple(sorted(names))
-
-
-def handed_environment(catalog: ModelCatalog, environ: Mapping[str, str]) -> dict[str, str]:
-    """The catalog's variables from `environ`, renamed for the trip to the mllm server."""
-    return {HANDED_ENV_PREFIX + name: value for name, value in catalog.secrets(environ).items()}
-
-
-def take_handed_environment(environ: MutableMapping[str, str]) -> list[str]:
-    """Restore handed-over variables under their own names (replacing any value there) and
-    remove the prefixed copies; returns the names restored."""
-    restored = []
-    for key in sorted(k for k in environ if k.startswith(HANDED_ENV_PREFIX)):
-        name = key.removeprefix(HANDED_ENV_PREFIX)
-        environ[name] = environ.pop(key)
-        restored.append(name)
-    return restored
 
 
 def load_catalog(path: str | Path) -> ModelCatalog:

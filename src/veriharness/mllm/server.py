@@ -1,5 +1,12 @@
 """The ``mllm`` MCP server: one tool, ``call`` (Claude sees ``mcp__mllm__call``; the concept is
-CallMLLM), served over stdio by ``veriharness mllm-server``.
+CallMLLM), served by ``veriharness mllm-server``.
+
+The agent stage runs it outside the session's sandbox over MCP's streamable HTTP transport on a
+loopback port (``--transport http``): every request must carry ``Authorization: Bearer <token>``
+with the per-session token from ``VERIHARNESS_MLLM_TOKEN``, else it is refused with 401 before
+the MCP layer sees it. The trace, the catalog and the provider keys thus stay with this process;
+the session holds only the address and the token. ``--transport stdio`` (one client, the parent
+process) remains for tests and ``bench/mllm_overhead.py``.
 
 A call runs: validate the request (``CallRequest``, tags against the taxonomy), resolve the model
 profile (unknown is an error, never a fallback), prepare the inputs inside the workspace, write
@@ -15,7 +22,7 @@ schema is ``CallRequest``'s, with the taxonomy's codes as an enum.
 
 ``CallService.call`` is plain synchronous code and the tool runs it in a worker thread: reading,
 hashing and cropping an image and the HTTP request then never block the event loop that serves
-the stdio stream, concurrent calls proceed side by side, and the whole call costs one thread hop
+the transport, concurrent calls proceed side by side, and the whole call costs one thread hop
 (cheaper, measured, than the async HTTP client on the loop; see ``bench/mllm_overhead.py``).
 One HTTP client per profile lives as long as the server, so a call opens no new client.
 """
@@ -23,8 +30,10 @@ One HTTP client per profile lives as long as the server, so a call opens no new 
 from __future__ import annotations
 
 import argparse
+import hmac
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -44,6 +53,7 @@ from pydantic import ValidationError
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
+from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.backends import (
     ModelRequest,
     PreparedText,
@@ -56,7 +66,6 @@ from veriharness.mllm.catalog import (
     ModelCatalog,
     ProviderSettings,
     load_catalog,
-    take_handed_environment,
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
@@ -82,7 +91,13 @@ from veriharness.mllm.trace import (
     now,
 )
 
-__all__ = ["CallService", "build_server", "add_arguments", "run"]
+__all__ = [
+    "CallService",
+    "build_server",
+    "token_guard",
+    "add_arguments",
+    "run",
+]
 
 
 class CallService:
@@ -288,7 +303,34 @@ def build_server(service: CallService) -> MCPServer:
         finally:
             service.close()
 
-    return MCPServer("mllm", tools=[tool], lifespan=lifespan)
+    # WARNING: at INFO the SDK renders every failed tool call to stderr, costing milliseconds.
+    return MCPServer("mllm", tools=[tool], lifespan=lifespan, log_level="WARNING")
+
+
+def token_guard(app: Any, token: str) -> Any:
+    """An ASGI wrapper that answers 401 to any HTTP request without ``Bearer <token>``."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                body = b'{"error": "missing or wrong session token"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -303,10 +345,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="capability taxonomy YAML (default: the project's v0.1 file)",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help=f"stdio, or streamable HTTP on 127.0.0.1 (needs ${MLLM_TOKEN_ENV})",
+    )
+    parser.add_argument("--port", type=int, default=0, help="HTTP port (default 0: a free one)")
+    parser.add_argument("--port-file", type=Path, help="HTTP: write the chosen port to this file")
 
 
 def run(args: argparse.Namespace) -> int:
-    take_handed_environment(os.environ)
+    token = os.environ.pop(MLLM_TOKEN_ENV, "")
+    if args.transport == "http" and len(token) < 16:
+        message = f"mllm-server: --transport http needs ${MLLM_TOKEN_ENV} (16+ characters)"
+        print(message, file=sys.stderr)
+        return 2
     if not args.workspace.is_dir():
         print(f"mllm-server: --workspace {args.workspace} is not a directory", file=sys.stderr)
         return 2
@@ -321,11 +375,34 @@ def run(args: argparse.Namespace) -> int:
     service = CallService(args.workspace.resolve(), catalog, taxonomy, trace)
     server = build_server(service)
     # httpx logs every request URL at INFO, and a provider URL may be private: keep it out of
-    # the stderr that Claude Code collects.
+    # the server's stderr.
     for name in ("httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        server.run("stdio")
+        if args.transport == "stdio":
+            server.run("stdio")
+        else:
+            _serve_http(server, token, args.port, args.port_file)
     finally:
         service.trace.close()
     return 0
+
+
+def _serve_http(server: MCPServer, token: str, port: int, port_file: Path | None) -> None:
+    import uvicorn
+
+    host = "127.0.0.1"
+    # Bound here, before uvicorn starts, so the chosen port can be reported once it listens.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    app = server.streamable_http_app(streamable_http_path=MLLM_HTTP_PATH, host=host)
+    guarded = token_guard(app, token)
+    config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on")
+    if port_file is not None:
+        partial = port_file.with_name(port_file.name + ".partial")
+        partial.write_text(f"{sock.getsockname()[1]}\n", encoding="utf-8")
+        partial.replace(port_file)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -15,6 +15,12 @@ calls made so far with their results. From those it picks the next step:
    font-size, colour and weight edits (`veriharness.offline.page.apply_review`); the session
    ends before the last round only when a reply leaves nothing to change.
 
+A system prompt holding `SNOOP_MARKER` (only tests put it there; no task or prompt module of the
+project does) makes the agent an adversary of the evidence first: its opening Bash call prints
+the environment, searches the filesystem for run records, traces, catalogs and the experiment
+record, and appends a forged line to every `mllm_trace.jsonl` it finds (`SNOOP_COMMAND`). Then
+it does the task as usual, so the run ends `ok` if the sandbox held.
+
 A failed tool call ends the turn and says so: the policy never retries behind the agent's back.
 A missing prerequisite (tool not offered, no reference path, no working directory, a reply it
 cannot read) also ends the turn with an explanation, so the transcript shows why.
@@ -43,6 +49,8 @@ __all__ = [
     "PolicyInputError",
     "MLLM_TOOL",
     "MAX_REVIEW_ROUNDS",
+    "SNOOP_MARKER",
+    "SNOOP_COMMAND",
     "LAYOUT_SCHEMA",
     "REVIEW_SCHEMA",
     "ToolStep",
@@ -135,6 +143,23 @@ REVIEW_SCHEMA: dict[str, Any] = {
     },
     "required": ["mean_abs_diff", "missing_text", "colour_shifts", "line_offsets"],
 }
+
+SNOOP_MARKER = "<veriharness-offline-agent-snoops/>"
+_SOUGHT = (
+    "reference.png",  # in the workspace: shows the search itself works
+    "run.json", "mllm_trace.jsonl", "outcome.json", "experiment.json", "agent_requests.jsonl",
+    "config.effective.json", "model-catalog*", "*catalog*.yaml", "capabilities-v*.yaml",
+    "reference_dom.json", "decisions.md",
+)  # fmt: skip
+_PRUNED = r"\( -path /proc -o -path /sys -o -path /dev \) -prune -o"
+_NAMES = " -o ".join(f"-name '{name}'" for name in _SOUGHT)
+SNOOP_COMMAND = (
+    "echo '--- environment'; env | sort; echo '--- search'; "
+    f"find / {_PRUNED} -type f \\( {_NAMES} \\) -print 2>/dev/null | sed 's/^/FOUND: /'; "
+    f"find / {_PRUNED} -type f -name mllm_trace.jsonl -print 2>/dev/null | "
+    'while read -r f; do echo \'{"event": "forged"}\' >> "$f" && echo "APPENDED: $f"; done; '
+    "echo '--- end'"
+)
 
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
 _WORKDIR = re.compile(r"(?:Primary working directory|Working directory):\s*(/\S+)")
@@ -329,6 +354,12 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
     if workdir is None:
         return _end(body, "I cannot do this task: the request names no working directory.")
     steps = tool_steps(messages)
+    if SNOOP_MARKER in system:
+        if not steps:
+            snoop = {"command": SNOOP_COMMAND, "description": "Look around the machine"}
+            return _tool(body, "First I look around the machine.", "Bash", snoop)
+        if steps[0].input.get("command") == SNOOP_COMMAND:
+            steps = steps[1:]  # the task proceeds as if the look-around had not happened
     verify = _VERIFICATION in system
     if not steps:
         note = f"I will ask the multimodal model for the layout of {reference.group(1)}."

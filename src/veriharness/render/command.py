@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
+from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
     Capture,
@@ -34,6 +35,7 @@ from veriharness.render.browser import (
     RenderSetupError,
 )
 from veriharness.render.dom import DomRecord, RenderRecord, Size, Status, Timings
+from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
 # The dom.json and render.json models live in render_dom; the browser session in render_browser.
 __all__ = [
@@ -140,7 +142,7 @@ def task_viewport(task_dir: Path) -> Size:
     try:
         return _TaskView.model_validate(raw, strict=True).viewport
     except ValidationError as exc:
-        raise RenderSetupError(f"{path}: bad viewport: {_describe(exc)}") from exc
+        raise RenderSetupError(f"{path}: bad viewport: {describe_validation(exc)}") from exc
 
 
 def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
@@ -165,30 +167,12 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     return capture.dom
 
 
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r})"
-        for e in exc.errors()
-    )
-
-
 def read_batch(path: Path) -> list[BatchItem]:
     """Every line of a batch file, all checked before any page is rendered."""
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise RenderSetupError(f"batch file {path} cannot be read: {exc}") from exc
-    items = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(BatchItem.model_validate_json(line))
-        except ValidationError as exc:
-            raise RenderSetupError(f"{path} line {number}: {_describe(exc)}") from exc
-    if not items:
-        raise RenderSetupError(f"batch file {path} holds no runs")
-    return items
+        return read_batch_file(path, BatchItem)
+    except BatchFileError as exc:
+        raise RenderSetupError(str(exc)) from exc
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -207,6 +191,13 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
     parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
     parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    parser.add_argument(
+        "--browser-pool",
+        default="none",
+        choices=POOL_MODES,
+        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
+        "(render/pool.py); outside one, or with none (default), launch a browser of its own",
+    )
     _add_common(parser)
 
 
@@ -230,6 +221,13 @@ def run_render(args: argparse.Namespace) -> int:
             items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
         for item in items:
             reference_size(item.reference)
+        pool = pool_for(args.browser_pool)
+        if pool is not None:
+            for item in items:
+                request = {k: str(v) for k, v in item.model_dump().items()}
+                status = render_in_pool(pool, request, args.load_timeout, args.chromium)
+                print(f"{status:<15} {item.out}")
+            return 0
         with Renderer(args.load_timeout, args.chromium) as renderer:
             for item in items:
                 record = render_answer(renderer, item.answer_dir, item.reference, item.out)

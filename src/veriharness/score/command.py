@@ -23,13 +23,21 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
+from veriharness._util.run_files import BatchFileError, read_batch_file
+from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import AuditRecord, audit_run, in_viewport
-from veriharness.score.metrics.blocks import MIN_TEXT_RATIO, block_scores
+from veriharness.score.metrics.blocks import (
+    CONTEXT_BONUS,
+    CONTEXT_WINDOW,
+    MERGE_MIN_GAIN,
+    MIN_TEXT_RATIO,
+    block_scores,
+)
 from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
 from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
@@ -59,6 +67,7 @@ METRIC_NAMES = (
 
 class MetricsRecord(BaseModel):
     kind: Literal["metrics"] = "metrics"
+    scorer_version: str = SCORER_VERSION
     status: Literal["ok", "no_render"]
     metrics: dict[str, float | None]
     details: dict[str, Any]
@@ -127,7 +136,11 @@ def _block_metrics(task_dir: Path, dom: DomFacts) -> tuple[dict[str, float | Non
         "reference_blocks": scores.reference_blocks,
         "answer_blocks": scores.answer_blocks,
         "matched_pairs": len(scores.pairs),
+        "merged_pairs": sum(len(p.reference) + len(p.answer) > 2 for p in scores.pairs),
         "min_text_ratio": MIN_TEXT_RATIO,
+        "merge_min_gain": MERGE_MIN_GAIN,
+        "context_bonus": CONTEXT_BONUS,
+        "context_window": CONTEXT_WINDOW,
     }
     return values, detail
 
@@ -206,24 +219,9 @@ def _write(out_dir: Path, audit: AuditRecord, metrics: MetricsRecord) -> None:
 
 def _batch_jobs(path: Path) -> list[ScoreJob]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as unreadable:
-        raise InputError(f"batch file {path} cannot be read: {unreadable}") from unreadable
-    jobs = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            jobs.append(ScoreJob.model_validate_json(line))
-        except ValidationError as invalid:
-            first = invalid.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise InputError(
-                f"{path} line {number}: {field}: {first['msg']} (got {first.get('input')!r})"
-            ) from invalid
-    if not jobs:
-        raise InputError(f"batch file {path} holds no runs")
-    return jobs
+        return read_batch_file(path, ScoreJob)
+    except BatchFileError as exc:
+        raise InputError(str(exc)) from exc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

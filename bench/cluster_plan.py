@@ -1,0 +1,188 @@
+"""The moonshot on SLURM: cluster jobs, planning cost and group start-up for 20,000 runs.
+
+Run: python3 bench/cluster_plan.py [--runs 20000] [--skip-count]
+
+On a clone of the committed project, with `profiles/slurm` and its groups as they are:
+
+1. `cluster jobs`: a dry run of `all` under the profile, its job listing read as it streams: each
+   ungrouped job of a rule that is not a `localrule` is one cluster job, each group job one more.
+   Target <= 22,000 at 20,000 runs (one per session plus the render/score group jobs).
+2. `planning`: the submitting process's dry run (`--quiet`, as bench/dag.py times it) against
+   bench/dag.py's bare skeleton at the same number of runs: wall seconds, peak memory, the ratio.
+   Target <= 1.3x.
+3. `group start-up`: what one render/score group job pays before and around its work: the
+   node's `snakemake --target-jobs <the group's jobs>` building its DAG (as a dry run), and one of
+   the group's jobs started on its own (`--target-jobs` of one job), which the plugin does for
+   every job in the group, one after another.
+
+Partition and account need no real values for a dry run. With SLURM installed but its controller
+unreachable, importing the executor plugin waits about 9 s (`scontrol show config`): the script
+says whether `scontrol ping` answered, since that wait is in the planning figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dag import _PEAK, CONDITIONS, SKELETON, TASKS, _project_copy  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
+GROUPED = ("render_answer", "score_answer")
+ENV = {"VERIHARNESS_SLURM_PARTITION": "bench", "VERIHARNESS_SLURM_ACCOUNT": "bench"}
+
+
+def _replicates(runs: int) -> int:
+    """Replicates giving the nearest whole matrix to `runs` (as bench/dag.py rounds)."""
+    return max(1, round(runs / (len(TASKS) * len(CONDITIONS))))
+
+
+class Sample(NamedTuple):
+    wall_s: float
+    cpu_s: float
+    peak_mib: float
+
+
+def _measure(command: list[str], cwd: Path) -> Sample:
+    """Wall and CPU seconds (user + system, all processes) and peak RSS of one command. On a
+    loaded machine wall time mostly measures the others; CPU time much less so."""
+    env = {**os.environ, **ENV}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", _PEAK, *command], cwd=cwd, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    _, stderr = process.communicate()
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        raise SystemExit(f"failed in {cwd}: {' '.join(command)}\n{stderr.decode()[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    peak_kib = int(stderr.decode().strip().splitlines()[-1].split()[1])
+    return Sample(wall, cpu, peak_kib / 1024)
+
+
+def _snakemake(project: Path, replicates: int, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--profile", str(project / "profiles" / "slurm"),
+            "--config", f"replicates={replicates}", *args]  # fmt: skip
+
+
+def count_cluster_jobs(project: Path, replicates: int) -> dict[str, int]:
+    """Cluster jobs the profile would submit: ungrouped jobs of cluster rules, and group jobs."""
+    counts = {"group jobs": 0, **{rule: 0 for rule in CLUSTER_RULES}}
+    top_level_rule = re.compile(r"^rule (\w+):")
+    command = _snakemake(project, replicates, "--dry-run", "all")
+    env = {**os.environ, **ENV}
+    with subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:  # fmt: skip
+        assert process.stdout is not None
+        tail: list[str] = []
+        for line in process.stdout:
+            if line.startswith("[") and "Group job " in line:
+                counts["group jobs"] += 1
+            elif (match := top_level_rule.match(line)) and match[1] in CLUSTER_RULES:
+                counts[match[1]] += 1
+            tail = [*tail[-40:], line]
+    if process.returncode != 0:
+        raise SystemExit("dry run failed:\n" + "".join(tail))
+    return counts
+
+
+def planning(project: Path, tmp: Path, replicates: int) -> tuple[Sample, Sample]:
+    """The skeleton's and the workflow's `snakemake -n --quiet all` (bench/dag.py's command)."""
+    skeleton = tmp / "skeleton"
+    for task in TASKS:
+        (skeleton / "tasks" / task).mkdir(parents=True)
+        (skeleton / "tasks" / task / "task.yaml").write_text("id: x\n")
+    (skeleton / "Snakefile").write_text(
+        SKELETON.format(tasks=TASKS, conditions=CONDITIONS, replicates=replicates)
+    )
+    dry = [sys.executable, "-m", "snakemake", "-n", "--quiet", "all", "--cores", "4"]
+    bare = _measure(dry, skeleton)
+    ours = _measure(_snakemake(project, replicates, "-n", "--quiet", "all"), project)
+    return bare, ours
+
+
+def _group_runs(size: int) -> list[tuple[str, str, int]]:
+    runs = [(c, t, r) for r in range(1, size + 1) for c in CONDITIONS for t in TASKS]
+    return runs[:size]
+
+
+def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sample]:
+    """The node's DAG of one whole group, and one of its jobs started on its own (dry runs)."""
+    runs = _group_runs(size)
+    for condition, task, replicate in runs:
+        run = project / "results" / "example" / condition / task / f"r{replicate}"
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "outcome.json").write_text("{}\n")
+    specs = [f"{rule}:condition={c},task={t},replicate={r}" for c, t, r in runs for rule in GROUPED]
+    step = ["--force", "--nolock", "--max-inventory-time", "0", "--cores", "1", "--dry-run",
+            "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
+    group = _measure(_snakemake(project, replicates, *step, *specs), project)
+    one = _measure(_snakemake(project, replicates, *step, specs[0]), project)
+    return group, one
+
+
+def _slurm_reachable() -> str:
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no ({exc})"
+    return "yes" if "UP" in ping.stdout else "no (" + (ping.stdout + ping.stderr).strip() + ")"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20000)
+    parser.add_argument("--skip-count", action="store_true", help="skip the job listing dry run")
+    parser.add_argument("--skip-plan", action="store_true", help="skip the planning comparison")
+    args = parser.parse_args()
+    replicates = _replicates(args.runs)
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    size = int(profile["group-components"]["render_score"])
+    runs = replicates * len(TASKS) * len(CONDITIONS)
+    print(f"{runs:,} runs ({len(TASKS)} tasks x {len(CONDITIONS)} conditions x "
+          f"{replicates} replicates); render_score groups of {size}; "
+          f"SLURM controller reachable: {_slurm_reachable()}; load {os.getloadavg()[0]:.1f}",
+          flush=True)  # fmt: skip
+    tmp = Path(tempfile.mkdtemp(prefix="veriharness-bench-cluster-"))
+    try:
+        project = _project_copy(tmp)
+        if not args.skip_count:
+            start = time.perf_counter()
+            counts = count_cluster_jobs(project, replicates)
+            total = sum(counts.values())
+            print(f"cluster jobs: {total:,} ({', '.join(f'{k} {v:,}' for k, v in counts.items())})"
+                  f"; listing took {time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
+        if not args.skip_plan:
+            bare, ours = planning(project, tmp, replicates)
+            print(f"planning: skeleton {bare.wall_s:.1f} s wall, {bare.cpu_s:.1f} s CPU, "
+                  f"{bare.peak_mib:.0f} MiB | veriharness + profile {ours.wall_s:.1f} s wall, "
+                  f"{ours.cpu_s:.1f} s CPU, {ours.peak_mib:.0f} MiB | ratio wall "
+                  f"{ours.wall_s / bare.wall_s:.2f}, CPU {ours.cpu_s / bare.cpu_s:.2f}, memory "
+                  f"{ours.peak_mib / bare.peak_mib:.2f}", flush=True)  # fmt: skip
+        group, one = group_startup(project, replicates, size)
+        print(f"group start-up: node DAG of a {size}-run group {group.wall_s:.2f} s wall "
+              f"({group.cpu_s:.2f} s CPU); each of its {2 * size} jobs starts snakemake again: "
+              f"{one.wall_s:.2f} s wall ({one.cpu_s:.2f} s CPU); about "
+              f"{group.cpu_s + 2 * size * one.cpu_s:.0f} s CPU of start-up per group job; "
+              f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,467 @@
+"""The model proxy: the only way a session reaches its model, and the only holder of the key.
+
+`run-agent` starts one per session on a loopback port and gives the session that address as
+`ANTHROPIC_BASE_URL` and a per-session random token as its API key. For each request the proxy:
+
+1. checks the token (`x-api-key`, or `Authorization: Bearer`); without it the request is
+   answered 401 in Anthropic's error shape, recorded, and goes nowhere;
+2. asks the admission check, if one was given (`admit`), which may refuse it (`Refusal`);
+3. sends it upstream (Anthropic, a gateway, or the embedded offline model) with the real key in
+   `x-api-key` and without the session's token or any other credential header of the session;
+4. streams the answer back as it arrives: every chunk read from upstream is written to the agent
+   before it is looked at, so server-sent events pass unchanged and unbuffered; usage and the
+   stop reason are read from the events as they pass;
+5. appends one `AgentRequest` line to the record file.
+
+Faults upstream reach the agent as they would from the provider itself: an HTTP error passes
+through as it came; a refused or failed connection ends the agent's connection without an answer
+(a connection error, as a direct one would be); a stream cut in the middle cuts the agent's
+stream at the same point. Nothing is retried. Upstream connections are kept alive for reuse, but
+only for a few idle seconds, so a reused connection is never one the upstream has dropped.
+"""
+
+from __future__ import annotations
+
+import hmac
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
+
+__all__ = [
+    "ANTHROPIC_URL",
+    "Admit",
+    "Upstream",
+    "ModelProxy",
+    "running_proxy",
+    "SseUsage",
+]
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+Admit = Callable[[RequestFacts], Refusal | None]
+
+# Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy sets itself.
+_REQUEST_DROP = {
+    "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
+    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
+    "x-api-key", "authorization",
+}  # fmt: skip
+_RESPONSE_DROP = {
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+    "upgrade", "content-length",
+}  # fmt: skip
+_IDLE_REUSE_SECONDS = 4.0
+_CHUNK = 65536
+_LEADING_MODEL = re.compile(rb'\{\s*"model"\s*:\s*"([^"\\]{1,200})"')
+_ERROR_BODY_LIMIT = 1 << 20  # a JSON answer is parsed for usage / error up to this size
+
+
+class Upstream:
+    """Where requests go and with which key; keeps idle connections for reuse."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout: float = 600.0) -> None:
+        parts = urlsplit(base_url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"upstream base URL must be http(s)://host[:port][/path], not {parts.scheme!r}"
+            )
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port or (443 if self.https else 80)
+        self.prefix = parts.path
+        self.api_key = api_key
+        self.timeout = timeout
+        self._idle: list[tuple[float, http.client.HTTPConnection]] = []
+        self._lock = threading.Lock()
+
+    def connection(self) -> http.client.HTTPConnection:
+        now = time.monotonic()
+        with self._lock:
+            while self._idle:
+                since, conn = self._idle.pop()
+                if now - since < _IDLE_REUSE_SECONDS:
+                    return conn
+                conn.close()
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = cls(self.host, self.port, timeout=self.timeout)
+        conn.connect()
+        assert conn.sock is not None
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def release(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.append((time.monotonic(), conn))
+
+    def close(self) -> None:
+        with self._lock:
+            for _, conn in self._idle:
+                conn.close()
+            self._idle.clear()
+
+    def headers(self, received: Any) -> dict[str, str]:
+        out = {k: v for k, v in received.items() if k.lower() not in _REQUEST_DROP}
+        out["Accept-Encoding"] = "identity"  # usage is read from the bytes as they pass
+        if self.api_key:
+            out["x-api-key"] = self.api_key
+        return out
+
+
+class SseUsage:
+    """Reads usage, model, stop reason and errors from Anthropic's event stream as it passes.
+
+    Fed raw chunks in order; only `data:` lines of the events that carry these facts are parsed,
+    so the cost per chunk stays small whatever the stream holds."""
+
+    _WANTED = (b'"message_start"', b'"message_delta"', b'"error"')
+
+    def __init__(self) -> None:
+        self._partial = b""
+        self.usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.error: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:") and any(w in line for w in self._WANTED):
+                self._event(line[5:])
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "message_start":
+            self._usage((event.get("message") or {}).get("usage"))
+        elif kind == "message_delta":
+            self._usage(event.get("usage"))
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+        elif kind == "error":
+            self.error = _error_text(event)
+
+    def _usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):  # message_delta repeats counts cumulatively: last one wins
+            self.usage.update({k: v for k, v in usage.items() if isinstance(v, int)})
+
+    def apply(self, record: dict[str, Any]) -> None:
+        for field in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
+            if field in self.usage:
+                record[field] = self.usage[field]
+        record["stop_reason"] = self.stop_reason
+
+
+def _error_text(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if isinstance(error, dict):
+        return f"{error.get('type')}: {error.get('message')}"
+    return None
+
+
+class ModelProxy(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        token: str,
+        record_path: Path,
+        admit: Admit | None = None,
+        on_record: Callable[[AgentRequest], None] | None = None,
+    ) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = upstream
+        self.token = token
+        self.record_path = record_path
+        self.admit = admit
+        self.on_record = on_record
+        self._record_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def authorized(self, headers: Any) -> bool:
+        key = headers.get("x-api-key") or ""
+        bearer = (headers.get("authorization") or "").removeprefix("Bearer ").strip()
+        return any(
+            hmac.compare_digest(given.encode(), self.token.encode()) for given in (key, bearer)
+        )
+
+    def record(self, fields: dict[str, Any]) -> None:
+        entry = AgentRequest(**fields)
+        with self._record_lock, open(self.record_path, "a", encoding="utf-8") as handle:
+            handle.write(entry.model_dump_json() + "\n")
+        if self.on_record is not None:
+            self.on_record(entry)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ModelProxy
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # every request goes to the record file instead
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self._proxy()
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        self._proxy()
+
+    def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
+        self._proxy()
+
+    def do_PUT(self) -> None:  # noqa: N802 - stdlib name
+        self._proxy()
+
+    def do_DELETE(self) -> None:  # noqa: N802 - stdlib name
+        self._proxy()
+
+    def _proxy(self) -> None:
+        began = time.perf_counter()
+        record: dict[str, Any] = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "method": self.command,
+            "path": urlsplit(self.path).path,
+        }
+        try:
+            body = self._read_body()
+            record["request_bytes"] = len(body)
+            record["model"] = _model_of(body)
+            refusal = self._refusal(record, body)
+            if refusal is not None:
+                self._refuse(refusal, record)
+            else:
+                self._forward(body, record, began)
+        except Exception as error:  # a fault here ends this request, never the proxy
+            record.setdefault("error", f"proxy: {type(error).__name__}: {error}")
+            self.close_connection = True
+        finally:
+            record["total_ms"] = _ms(began)
+            self.server.record(record)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _refusal(self, record: dict[str, Any], body: bytes) -> Refusal | None:
+        if not self.server.authorized(self.headers):
+            return Refusal(
+                status=401,
+                error_type="authentication_error",
+                message="missing or wrong session token",
+            )
+        if self.server.admit is None:
+            return None
+        facts = RequestFacts(
+            method=self.command,
+            path=record["path"],
+            model=record["model"],
+            request_bytes=len(body),
+            body=body,
+        )
+        return self.server.admit(facts)
+
+    def _refuse(self, refusal: Refusal, record: dict[str, Any]) -> None:
+        payload = json.dumps(
+            {"type": "error", "error": {"type": refusal.error_type, "message": refusal.message}}
+        ).encode()
+        self.send_response(refusal.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        record.update(
+            status=refusal.status,
+            response_bytes=len(payload),
+            error=f"refused by the proxy: {refusal.error_type}: {refusal.message}",
+        )
+
+    def _forward(self, body: bytes, record: dict[str, Any], began: float) -> None:
+        upstream = self.server.upstream
+        try:
+            conn = upstream.connection()
+            conn.request(
+                self.command, upstream.prefix + self.path, body, upstream.headers(self.headers)
+            )
+            response = conn.getresponse()
+        except (OSError, http.client.HTTPException) as error:
+            record["error"] = f"upstream connection failed: {type(error).__name__}: {error}"
+            self._drop_connection()
+            return
+        record["status"] = response.status
+        streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
+        record["streamed"] = streamed
+        length = response.getheader("Content-Length")
+        self.send_response_only(response.status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() not in _RESPONSE_DROP:
+                self.send_header(name, value)
+        chunked = length is None and self.command != "HEAD"
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", length or "0")
+        self.end_headers()
+        sse = SseUsage() if streamed else None
+        kept = bytearray()
+        sent = 0
+        failure = None
+        try:
+            for chunk in _chunks(response):
+                try:
+                    self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+                except OSError as error:
+                    failure = f"the agent closed its connection after {sent} bytes: {error}"
+                    break
+                if sent == 0:
+                    record["time_to_first_byte_ms"] = _ms(began)
+                sent += len(chunk)
+                if sse is not None:
+                    sse.feed(chunk)
+                elif len(kept) < _ERROR_BODY_LIMIT:
+                    kept += chunk
+        except (OSError, http.client.HTTPException) as error:
+            failure = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+        if failure is not None:
+            record["response_bytes"] = sent
+            record["error"] = failure
+            conn.close()
+            self._drop_connection()
+            _finish(record, sse, kept)
+            return
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+        if record.get("time_to_first_byte_ms") is None:
+            record["time_to_first_byte_ms"] = _ms(began)
+        record["response_bytes"] = sent
+        _finish(record, sse, kept)
+        if response.will_close:
+            conn.close()
+        else:
+            upstream.release(conn)
+
+    def _drop_connection(self) -> None:
+        """End the agent's connection without an answer (or mid-answer), as a failed
+        connection to the provider would."""
+        self.close_connection = True
+        try:
+            self.request.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
+    """The body as it arrives; the response is closed at its end, so the connection can serve
+    the next request (http.client leaves it open after a body with a Content-Length)."""
+    while response.length != 0:
+        chunk = response.read1(_CHUNK)
+        if not chunk:
+            if response.length is not None:  # the upstream closed before Content-Length
+                raise http.client.IncompleteRead(b"", response.length)
+            break
+        yield chunk
+    response.close()
+
+
+def _finish(record: dict[str, Any], sse: SseUsage | None, kept: bytearray) -> None:
+    if sse is not None:
+        sse.apply(record)
+        if sse.error and not record.get("error"):
+            record["error"] = sse.error
+        return
+    try:
+        body = json.loads(bytes(kept)) if kept else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        usage = body.get("usage")
+        if isinstance(usage, dict):
+            for field, value in usage.items():
+                if field in AgentRequest.model_fields and isinstance(value, int):
+                    record[field] = value
+        if isinstance(body.get("stop_reason"), str):
+            record["stop_reason"] = body["stop_reason"]
+        if (record.get("status") or 0) >= 400 and not record.get("error"):
+            record["error"] = _error_text(body) or f"HTTP {record['status']}"
+    elif (record.get("status") or 0) >= 400 and not record.get("error"):
+        record["error"] = f"HTTP {record['status']}"
+
+
+def _model_of(body: bytes) -> str | None:
+    """The request's `model`. Claude Code's bodies start with it, and a body with images can
+    run to megabytes, so it is read from the start when it is there and parsed only otherwise."""
+    first = _LEADING_MODEL.match(body)
+    if first is not None:
+        return first.group(1).decode("utf-8", errors="replace")
+    if not body.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    model = value.get("model") if isinstance(value, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _ms(began: float) -> float:
+    return round((time.perf_counter() - began) * 1000, 3)
+
+
+@contextmanager
+def running_proxy(
+    upstream: Upstream,
+    token: str,
+    record_path: Path,
+    admit: Admit | None = None,
+    on_record: Callable[[AgentRequest], None] | None = None,
+) -> Iterator[str]:
+    """Serve the proxy on 127.0.0.1 at a free port in a background thread; yield its URL."""
+    proxy = ModelProxy(upstream, token, record_path, admit, on_record)
+    thread = threading.Thread(target=proxy.serve_forever, name="veriharness-proxy", daemon=True)
+    thread.start()
+    try:
+        yield proxy.base_url
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join()
+        upstream.close()

@@ -1,0 +1,131 @@
+"""The block metrics against Design2Code's own figures on 28 page pairs.
+
+`design2code/design2code_pairs.tsv` holds what Design2Code's published code computed (its header
+names the commit and how it was run); the pairs' inputs lie beside it. Two comparisons:
+- `d2cdom_*`: Design2Code's matching and scoring fed with our DOM blocks. This is the stage the
+  project follows, so every pair must agree.
+- `d2c_*`: Design2Code's whole pipeline, with its own block detection. The one deliberate
+  difference, DOM_BLOCKS, is named below with the size measured on these pairs
+  (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from veriharness.score.metrics.blocks import block_scores
+from veriharness.score.metrics.inputs import DomFacts, load_model
+
+DATA = Path(__file__).with_name("design2code")
+METRICS = ("block_match", "text", "position", "color")
+TOLERANCE = 0.03
+MIN_PEARSON = 0.95
+
+
+class Deviation(NamedTuple):
+    """A deliberate difference from Design2Code: where it shows and how large it was measured."""
+
+    reason: str
+    pairs: frozenset[str]
+    max_abs: float
+    min_pearson: float
+
+
+# Design2Code finds blocks by recolouring each element of a fixed tag list and differencing two
+# screenshots: the text of one coloured element is one box (an <h1> with a <br> is one block
+# spanning both lines), text in other tags (<blockquote>, <label>, <strong>) belongs to its
+# coloured ancestor, and text it cannot tell apart by colour is missed. VeriHarness reads one block
+# per visible DOM text node instead.
+DOM_BLOCKS = "blocks are read from the DOM, not detected from screenshots"
+WHOLE_PIPELINE_DEVIATIONS = {
+    "block_match": Deviation(
+        DOM_BLOCKS,
+        frozenset(
+            f"agent-{condition}-{task}"
+            for condition in ("b3-absent", "b3-present")
+            for task in ("article", "landing-page")
+        ),
+        max_abs=0.06,
+        min_pearson=0.90,
+    ),
+    "text": Deviation(
+        DOM_BLOCKS,
+        frozenset(f"agent-{c}-landing-page" for c in ("b3-absent", "b3-present")),
+        max_abs=0.04,
+        min_pearson=0.85,
+    ),
+}
+
+
+def _rows() -> list[dict[str, str]]:
+    with (DATA / "design2code_pairs.tsv").open(encoding="utf-8") as handle:
+        lines = [line for line in handle if not line.startswith("#")]
+    return list(csv.DictReader(lines, delimiter="\t"))
+
+
+ROWS = _rows()
+
+
+def _ours(row: dict[str, str]) -> dict[str, float]:
+    reference = load_model(DATA / "references" / f"{row['task']}.dom.json", DomFacts)
+    answer = load_model(DATA / "answers" / f"{row['pair']}.dom.json", DomFacts)
+    scores = block_scores(reference, answer)
+    values = (scores.block_match, scores.text_similarity, scores.position, scores.color)
+    assert all(v is not None for v in values), row["pair"]
+    return dict(zip(METRICS, values, strict=True))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def ours() -> dict[str, dict[str, float]]:
+    return {row["pair"]: _ours(row) for row in ROWS}
+
+
+def test_the_pairs_cover_what_the_issue_asks_for() -> None:
+    kinds = {row["pair"].split("-")[0] for row in ROWS}
+    assert len(ROWS) >= 20 and kinds == {"self", "variant", "agent"}
+    for row in ROWS:
+        assert (DATA / "answers" / f"{row['pair']}.dom.json").is_file()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row["pair"] for row in ROWS])
+def test_matching_agrees_with_design2code_on_our_blocks(
+    row: dict[str, str], ours: dict[str, dict[str, float]]
+) -> None:
+    for metric in METRICS:
+        theirs = float(row[f"d2cdom_{metric}"])
+        assert ours[row["pair"]][metric] == pytest.approx(theirs, abs=TOLERANCE), metric
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_matching_correlates_with_design2code_on_our_blocks(
+    metric: str, ours: dict[str, dict[str, float]]
+) -> None:
+    mine = [ours[row["pair"]][metric] for row in ROWS]
+    theirs = [float(row[f"d2cdom_{metric}"]) for row in ROWS]
+    assert np.corrcoef(mine, theirs)[0, 1] >= MIN_PEARSON
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_whole_pipeline_agrees_but_for_the_named_block_detection_difference(
+    metric: str, ours: dict[str, dict[str, float]]
+) -> None:
+    deviation = WHOLE_PIPELINE_DEVIATIONS.get(metric)
+    excused = deviation.pairs if deviation else frozenset()
+    differences = {
+        row["pair"]: abs(ours[row["pair"]][metric] - float(row[f"d2c_{metric}"])) for row in ROWS
+    }
+    beyond = {pair for pair, diff in differences.items() if diff > TOLERANCE}
+    assert beyond <= excused, f"{metric}: {sorted(beyond - excused)} differ beyond {TOLERANCE}"
+    mine = [ours[row["pair"]][metric] for row in ROWS]
+    theirs = [float(row[f"d2c_{metric}"]) for row in ROWS]
+    pearson = np.corrcoef(mine, theirs)[0, 1]
+    if deviation is None:
+        assert pearson >= MIN_PEARSON
+    else:
+        assert max(differences.values()) <= deviation.max_abs, deviation.reason
+        assert pearson >= deviation.min_pearson, deviation.reason
