@@ -7,8 +7,10 @@ ANNOTATOR = annotator_digest(config)
 
 
 rule annotate_calls:
+    # The session's outcome marks its trace complete (the trace itself is not a declared output
+    # of run_agent; annotate reads it).
     input:
-        f"{RUN}/mllm_trace.jsonl",
+        f"{RUN}/outcome.json",
     output:
         f"{RUN}/inferred_tags.json",
     log:
