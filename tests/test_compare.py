@@ -37,7 +37,7 @@ def _runs(rows: list[tuple[str, str, int, float | None, float]]) -> pd.DataFrame
 _cmd = veriharness
 
 
-def test_differences_are_paired_by_task_and_replicate_and_missing_values_excluded() -> None:
+def test_differences_are_paired_by_task_over_replicate_means_and_missing_values_excluded() -> None:
     runs = _runs(
         [
             ("A", "t1", 1, 0.5, 1.0),
@@ -51,14 +51,16 @@ def test_differences_are_paired_by_task_and_replicate_and_missing_values_exclude
     )
     table = compare.compare_conditions(runs, "A", "B", resamples=200).set_index("measure")
     ssim = table.loc["metric_ssim"]
-    assert (ssim.n_pairs, ssim.n_excluded) == (2, 1)
+    # t1: replicate means 0.45 (A) and 0.55 (B); t2 has no B value; t3 has no B run.
+    assert (ssim.n_pairs, ssim.n_excluded) == (1, 1)
+    assert (ssim.n_runs_b, ssim.n_runs_t) == (2, 2)
     assert ssim.mean_diff == pytest.approx(0.1)
-    assert (ssim.wins, ssim.ties, ssim.losses) == (1, 1, 0)
+    assert (ssim.wins, ssim.ties, ssim.losses) == (1, 0, 0)
     cost = table.loc["cost_usd"]
-    assert cost.n_pairs == 3 and cost.mean_diff == pytest.approx(0.5 / 3)
-    assert (cost.wins, cost.ties, cost.losses) == (1, 1, 1)  # lower cost is the better direction
+    assert cost.n_pairs == 2 and cost.mean_diff == pytest.approx(0.25 / 2)
+    assert (cost.wins, cost.ties, cost.losses) == (0, 1, 1)  # lower cost is the better direction
     calls = table.loc["mllm_calls"]
-    assert calls.better == "unknown" and pd.isna(calls.wins) and calls.ties == 3
+    assert calls.better == "unknown" and pd.isna(calls.wins) and calls.ties == 2
     assert table.attrs["only_baseline"] == 1 and table.attrs["only_treatment"] == 0
 
 
@@ -117,11 +119,13 @@ def test_compare_command_on_collected_runs_finds_the_planted_effect(tmp_path) ->
     assert _cmd(*args).returncode == 0 and (exp.exp_dir / "comparison.csv").read_text() == csv
     table = pd.read_csv(exp.exp_dir / "comparison.csv").set_index("measure")
     ssim = table.loc["metric_ssim"]
-    assert ssim.n_pairs == 23 and ssim.n_excluded == 1
-    assert ssim.ci_low > 0.02 and ssim.ci_high < 0.08 and ssim.wins == 23
+    # 12 tasks; the treatment run that never started leaves task-003 one replicate, not a gap.
+    assert ssim.n_pairs == 12 and ssim.n_excluded == 0
+    assert (ssim.n_runs_b, ssim.n_runs_t) == (24, 23)
+    assert ssim.ci_low > 0.02 and ssim.ci_high < 0.08 and ssim.wins == 12
     assert set(table.index) >= {"metric_mae", "metric_ocr_word_f1", "cost_usd", "turns"}
     md = (exp.exp_dir / "comparison.md").read_text()
-    assert "2000 resamples (seed 4)" in md and "| metric_ssim | higher | 23 | 1 |" in md
+    assert "2000 resamples (seed 4)" in md and "| metric_ssim | higher | 12 | 0 |" in md
 
 
 def test_compare_without_collected_tables_says_what_to_run(tmp_path) -> None:
@@ -226,3 +230,71 @@ def test_infra_errors_and_unmeasured_runs_are_left_out_and_counted_per_condition
     md = compare.comparison_markdown(table)
     assert "| condition | runs | infra_error | ok | render_failed | score_failed |" in md
     assert "| A | 5 | 0 | 4 | 1 | 0 |" in md and "| B | 5 | 2 | 2 | 0 | 1 |" in md
+
+
+def test_sign_flip_p_is_exact_for_few_tasks_and_agrees_with_scipy_for_many() -> None:
+    diffs = np.array([0.3, 0.1, 0.2, -0.05, 0.25, 0.15])
+    # exact: of 64 sign patterns, those with |mean| >= observed
+    ref = stats.permutation_test(
+        (diffs,), np.mean, permutation_type="samples", n_resamples=np.inf
+    ).pvalue
+    assert compare.sign_flip_p(diffs, 1000, 0) == pytest.approx(ref)
+    assert compare.sign_flip_p(np.array([0.2]), 1000, 0) == 1.0  # one task cannot reject
+    assert compare.sign_flip_p(np.zeros(5), 1000, 0) == 1.0
+    assert np.isnan(compare.sign_flip_p(np.array([]), 1000, 0))
+    many = np.random.default_rng(3).normal(0.15, 1.0, size=80)
+    ref = stats.permutation_test(
+        (many,), np.mean, permutation_type="samples", n_resamples=20_000, random_state=1
+    ).pvalue
+    mine = compare.sign_flip_p(many, 20_000, seed=2)
+    assert abs(mine - ref) < 0.02 and mine == compare.sign_flip_p(many, 20_000, seed=2)
+
+
+def test_holm_adjusts_step_down_keeps_order_and_skips_missing() -> None:
+    adjusted = compare.holm(np.array([0.01, 0.04, np.nan, 0.03, 0.5]))
+    # sorted 0.01, 0.03, 0.04, 0.5 with m = 4: 0.04, 0.09, max(0.09, 0.08), max(.., 0.5)
+    assert adjusted[[0, 3, 1, 4]] == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert np.isnan(adjusted[2])
+    assert compare.holm(np.array([0.6, 0.7])) == pytest.approx([1.0, 1.0])
+
+
+def test_two_pairs_over_three_conditions_each_get_their_comparison_and_p_values(
+    tmp_path: Path,
+) -> None:
+    exp = write_experiment(
+        tmp_path / "results",
+        conditions=("base", "treat", "same"),
+        tasks=14,
+        replicates=2,
+        effects={"treat": 0.06, "same": 0.0},
+    )
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    args = ["compare", "--experiment-dir", str(exp.exp_dir), "--resamples", "4000"]
+    done = _cmd(*args, "--pair", "base", "treat", "--pair", "base", "same")
+    assert done.returncode == 0, done.stderr
+    assert "treat vs base" in done.stdout and "same vs base" in done.stdout
+    table = pd.read_csv(exp.exp_dir / "comparison.csv")
+    assert list(table.columns[:3]) == ["baseline", "treatment", "measure"]
+    pairs = {k: g.set_index("measure") for k, g in table.groupby(["baseline", "treatment"])}
+    assert set(pairs) == {("base", "treat"), ("base", "same")}
+    effect, null = pairs[("base", "treat")], pairs[("base", "same")]
+    for measure in ("metric_ssim", "metric_mae", "metric_ocr_word_f1"):
+        # 14 tasks all in the effect's direction: the exact p is 2 / 2^14.
+        assert effect.loc[measure].p_value < 0.001, measure
+        assert effect.loc[measure].p_holm < 0.01, measure
+        assert null.loc[measure].p_holm > 0.05, measure
+        assert null.loc[measure].ci_low < 0 < null.loc[measure].ci_high, measure
+    for pair in pairs.values():
+        assert (pair.p_holm >= pair.p_value).all() and pair.p_holm.max() <= 1
+        assert (pair.n_pairs <= 14).all()
+    md = (exp.exp_dir / "comparison.md").read_text()
+    assert md.startswith("# Comparisons\n") and "2 pairs" in md
+    assert "## treat vs base" in md and "## same vs base" in md
+    assert md.count("### Runs left out: 0") == 2 and "| p | p (Holm) |" in md
+
+    repeated = _cmd(*args, "--pair", "base", "same", "--pair", "base", "same")
+    assert repeated.returncode == 2 and "pairs listed more than once" in repeated.stderr
+    lonely = _cmd(*args, "--baseline", "base")
+    assert lonely.returncode == 2 and "--baseline needs its partner" in lonely.stderr
+    nothing = _cmd(*args)
+    assert nothing.returncode == 2 and "no pair to compare" in nothing.stderr

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from PIL import Image
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from veriharness.experiment.config import (
@@ -123,6 +124,8 @@ def _schema_paths(schema: dict[str, Any], prefix: str = "") -> dict[str, dict[st
     for key, sub in schema.get("properties", {}).items():
         out[prefix + key] = sub
         out.update(_schema_paths(sub, f"{prefix}{key}."))
+        for option in sub.get("anyOf", []):  # e.g. compare: one pair, a list of pairs, or null
+            out.update(_schema_paths(option, f"{prefix}{key}."))
     return out
 
 
@@ -255,3 +258,29 @@ def test_the_real_model_example_prices_every_model_it_names() -> None:
     assert config.execution.max_usd is not None and config.prices.read_on
     assert missing_prices(config, catalog) == []
     assert config.prices.models[config.agent.model].output > 0
+
+
+def test_compare_takes_one_pair_a_list_of_pairs_or_null() -> None:
+    one = config_from_mapping({"compare": {"baseline": "b3-absent", "treatment": "b3-present"}})
+    assert one.comparison_pairs() == (("b3-absent", "b3-present"),)
+    conditions = ["a", "b", "c"]
+    pairs = [{"baseline": "a", "treatment": "b"}, {"baseline": "a", "treatment": "c"}]
+    data = {"conditions": conditions, "compare": pairs}
+    assert config_from_mapping(data).comparison_pairs() == (("a", "b"), ("a", "c"))
+    snakemake_view = {"conditions": conditions, "compare": pairs}
+    validate(snakemake_view, str(SCHEMA_PATH), set_default=True)
+    assert config_from_mapping({"compare": None}).comparison_pairs() == ()
+    for bad, expected in (
+        ([{"baseline": "a", "treatment": "z"}], "compare[0].treatment 'z' is not one of"),
+        (pairs + pairs[:1], "compare lists the pair(s) [('a', 'b')] more than once"),
+        ([], "compare"),
+        ([{"baseline": "a"}], "treatment"),
+        ([{"baseline": "a", "treatment": "a"}], "compare[0].baseline and compare[0].treatment"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            config_from_mapping({"conditions": conditions, "compare": bad})
+        assert expected in str(caught.value), (bad, str(caught.value))
+    # Snakemake's own validation refuses the malformed shapes too.
+    for bad in ([{"baseline": "a"}], [{"baseline": "a", "treatment": "b", "x": 1}], "a"):
+        with pytest.raises(WorkflowError):
+            validate({"conditions": conditions, "compare": bad}, str(SCHEMA_PATH))

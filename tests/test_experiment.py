@@ -52,6 +52,7 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
         "conditions": ["b3-absent", "b3-present"],
         "tasks": ["alpha", "beta"],
         "replicates": 1,
+        "external": ["external:reference"],  # the default set: the tasks' own references
     }
     assert record["provenance"]["uncommitted_changes"] is False
     assert record["provenance"]["git_commit"] == git(root, "rev-parse", "HEAD").strip()

@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:2b1d8d930ca61b0cfa78f2107bb0d8d78536f97228930b3921fd63e8794829bd",  # noqa: E501
-        "dashboard-chart": "sha256:17200b3ce342407955965b73c3c255575ca1239bc403a7a77b226aca70c782e0",  # noqa: E501
-        "landing-page": "sha256:dfab3d607c9be9784cc5c972f1a8d947504b8ebbdaf185ba7432903fb13136a9",  # noqa: E501
-        "pricing-table": "sha256:c5abba66ce8d1ba7692a517259a8f9ad8b8beb3813dc0dd9331611e1a1d0f4b1",  # noqa: E501
-        "settings-page": "sha256:a0bd3d004c99b4d7c548260c52046d7b343026aac1ddfcab8650fdc18d550294",  # noqa: E501
-        "signup-form": "sha256:ab49b32253f849082821aaac08505fe193dd711a265b5e252495df0a0d6be40c",  # noqa: E501
+        "article": "sha256:598e80d4dc7d7e44ac5965aaae7e06383cbb9703a44e246cd179749ca2303572",  # noqa: E501
+        "dashboard-chart": "sha256:8befce47942ba65dce5ae6097ad579659790c4d9c9f7efddd9cc9b96afb2c67c",  # noqa: E501
+        "landing-page": "sha256:866a59dddbb6dd1aa2538b0171ceee9811e4e8b0cd5641d700260b95cfeaf4da",  # noqa: E501
+        "pricing-table": "sha256:7e587ada25735201d82844160a2d493bb9bb7c44f748fe85a57f8995ac1d9980",  # noqa: E501
+        "settings-page": "sha256:8fffe941a761cc5e0aa91514e7f9aac5ba1ab244251418ad290bd9e9a8f4368d",  # noqa: E501
+        "signup-form": "sha256:46ae72a0b229245ccc27ac583f4fa32fa442de161c1bc846981f92ac94572caf",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:4c9e94bebad075497b81c5fabbe63c403205f8e8824c59ad659cdbbd4f3a4406",  # noqa: E501
-        "dashboard-chart": "sha256:2ee406b64a8211f0bd5ad11d8c6c624db7624b5b6baaee8d6222c27c585bb56d",  # noqa: E501
-        "landing-page": "sha256:c39680032105ed0947ce275596ca245a4fb8a9c42a5d74bf82e1a849a6b6c49c",  # noqa: E501
-        "pricing-table": "sha256:ed0f4ab79dcaf2bca78ce5eca589cd0e3083d6e027d5099d6dc46ba3e996f79c",  # noqa: E501
-        "settings-page": "sha256:94a8e351356442c052e149946397095715e00000e13c276dc77a82c1a5a60ae7",  # noqa: E501
-        "signup-form": "sha256:d56fb61c12429a8f2829a4c4e8f156800a3abdf609222857df31d391c6e0c3bc",  # noqa: E501
+        "article": "sha256:21b97993a1c6c07e254702d949eadd861c1c1027b8bf38ad563216630721087f",  # noqa: E501
+        "dashboard-chart": "sha256:b9213f96bc20c46b91544d38675a0de8771a332943e5e450ebf3e91e6f41b245",  # noqa: E501
+        "landing-page": "sha256:1ff6308c1a47bea6c700c4ab241ce89e9309a82bbe7baf12c5af834e1dd0a703",  # noqa: E501
+        "pricing-table": "sha256:c7b86e594f9feffa2d4ab60af6280a11be1542da6eb91e0181baad9b77044195",  # noqa: E501
+        "settings-page": "sha256:93b7db9cbb635b39d1bd900e3dea8f526f19f95837a36556942d0f24e2a80786",  # noqa: E501
+        "signup-form": "sha256:338162ead80ea9e263330990b2dce2bf201e8835d620797ee4fa2d4582342dd5",  # noqa: E501
     },
 }
 

@@ -163,8 +163,9 @@ def test_no_request_the_model_received_holds_the_repository_markers(finished: Pa
 
 def test_tables_comparison_and_report(finished: Path) -> None:
     runs = pd.read_csv(finished / "tables" / "runs.csv")
-    assert len(runs) == 4
-    assert set(runs["condition"]) == set(CONDITIONS)
+    assert len(runs) == 6
+    sessions = runs[runs["answer_source"] == "session"]
+    assert set(sessions["condition"]) == set(CONDITIONS) and len(sessions) == 4
     assert (finished / "comparison.csv").is_file()
     assert (finished / "report" / "index.html").is_file()
     for condition in CONDITIONS:
@@ -172,9 +173,54 @@ def test_tables_comparison_and_report(finished: Path) -> None:
     requests = pd.read_parquet(finished / "tables" / "agent_requests.parquet")
     messages = requests[requests["path"] == "/v1/messages"]
     assert len(messages) >= 8 and (messages["http_status"] == 200).all()
-    assert messages["output_tokens"].notna().all() and runs["sandboxed"].all()
+    assert messages["output_tokens"].notna().all() and sessions["sandboxed"].all()
     per_run = requests.groupby(["condition", "task"]).size()
-    assert (runs.set_index(["condition", "task"])["agent_requests"] == per_run).all()
+    assert (sessions.set_index(["condition", "task"])["agent_requests"] == per_run).all()
+
+
+def test_the_reference_set_is_imported_and_scored_through_the_workflow(finished: Path) -> None:
+    runs = pd.read_csv(finished / "tables" / "runs.csv").set_index(["condition", "task"])
+    for task in TASKS:
+        run = runs.loc[("external:reference", task)]
+        assert run.answer_source == "external" and run.in_matrix
+        assert pd.isna(run.mllm_calls) and pd.isna(run.cost_usd)
+        folder = finished / "external:reference" / task / "r1"
+        assert json.loads((folder / "outcome.json").read_text())["kind"] == "external_answer"
+        assert not (folder / "transcript.jsonl").exists()
+        if task == SCREENSHOT_ONLY:  # no reference.html in this copy: listed, not scored
+            assert run.status == "missing_answer" and "reference.html" in run.reason
+        else:
+            assert run.status == "ok" and run.metric_ssim >= 0.99 and run.metric_block_match >= 0.99
+    index = (finished / "report" / "index.html").read_text()
+    assert "<h2>External answers</h2>" in index
+
+
+def test_every_call_gets_inferred_tags_and_the_agreement_is_reported(finished: Path) -> None:
+    for condition in CONDITIONS:
+        for task in TASKS:
+            run = _run_dir(finished, condition, task)
+            record = json.loads((run / "inferred_tags.json").read_text())
+            assert record["annotator"]["kind"] == "rule-based"
+            assert len(record["calls"]) >= _mllm_calls(run) >= 1  # rejected calls too
+    tags = pd.read_csv(finished / "tables" / "capability_tags.csv")
+    assert set(tags["source"]) == {"declared", "inferred"}
+    agreement = pd.read_csv(finished / "tables" / "tag_agreement.csv")
+    assert "all" in set(agreement["level"])
+    index = (finished / "report" / "index.html").read_text()
+    assert "<h2>Declared vs inferred capability tags</h2>" in index
+
+
+def _planned(result: subprocess.CompletedProcess[str], rule: str) -> int:
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", result.stdout + result.stderr, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def test_changing_the_annotator_reruns_annotation_only(finished: Path, project: Path) -> None:
+    assert _planned(snakemake(project, "-n", "all"), "annotate_calls") == 0
+    model = snakemake(project, "-n", "all", extra_config="annotation: {profile: default}\n")
+    assert _planned(model, "annotate_calls") == 4
+    assert _planned(model, "run_agent") == 0 and _planned(model, "render_answer") == 0
 
 
 def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:
@@ -200,7 +246,7 @@ def test_snakemake_report_holds_the_tables_renders_and_run_pages(
     assert any(n.endswith("comparison.csv") for n in names)
     # Each run's render is its own report item; the run pages carry one more copy each.
     items = [n for n in names if re.fullmatch(r"report/data/raw/[0-9a-f]+/render\.png", n)]
-    assert len(items) == 4
+    assert len(items) == 4 + len(TASKS)  # the sessions', and the reference set's
     for condition in CONDITIONS:
         for task in TASKS:
             page_render = f"/runs/{condition}/{task}/r1/render.png"
@@ -212,7 +258,8 @@ def test_targets_for_one_task_one_run_and_a_forced_session(finished: Path, proje
     by_task = snakemake(project, "--cores", "2", "results/example/by-task/landing-page.csv")
     assert by_task.returncode == 0, by_task.stderr[-3000:]
     rows = pd.read_csv(finished / "by-task" / "landing-page.csv")
-    assert sorted(rows["condition"]) == CONDITIONS and set(rows["task"]) == {"landing-page"}
+    conditions = sorted([*CONDITIONS, "external:reference"])  # the reference set is on by default
+    assert sorted(rows["condition"]) == conditions and set(rows["task"]) == {"landing-page"}
     one_run = "results/example/b3-present/landing-page/r1/metrics.json"
     assert _planned_agent_jobs(snakemake(project, "-n", one_run)) == 0
     forced = snakemake(project, "-n", one_run, "--forcerun", "run_agent")
@@ -227,10 +274,10 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(finished: Path, proje
     )  # fmt: skip
     assert short.returncode == 0, short.stderr[-3000:]
     experiment = project / "results" / "short"
-    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    runs = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
     assert len(runs) == 4
     assert set(runs["status"]) == {"max_turns"}, runs[["status", "reason"]]
-    for metrics in experiment.glob("*/*/r1/metrics.json"):
+    for metrics in experiment.glob("b3-*/*/r1/metrics.json"):
         assert json.loads(metrics.read_text())["status"] == "no_render"
     record = json.loads((experiment / "experiment.json").read_text())
     assert record["provenance"]["uncommitted_changes"] is True
@@ -301,7 +348,7 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
     try:
         deadline = time.monotonic() + 300
         # A render that has started means its run's session job is complete for Snakemake.
-        while not list(experiment.glob("*/*/r1/render/render.json")):
+        while not list(experiment.glob("b3-*/*/r1/render/render.json")):
             assert time.monotonic() < deadline and process.poll() is None
             time.sleep(0.2)
     finally:
@@ -309,14 +356,15 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(
             os.killpg(process.pid, signal.SIGINT)
         process.wait(timeout=120)
     assert not _sessions_alive(experiment), "an interrupted job left its claude session running"
-    completed = {p.parent.parent for p in experiment.glob("*/*/r1/render/render.json")}
+    completed = {p.parent.parent for p in experiment.glob("b3-*/*/r1/render/render.json")}
     stamps = {run: (run / "outcome.json").stat().st_mtime_ns for run in completed}
     planned = _planned_agent_jobs(snakemake(project, "-n", "all", extra_config=extra))
     assert 1 <= planned <= 4 - len(completed)
     assert snakemake(project, "--cores", "2", "all", extra_config=extra).returncode == 0
     for run, stamp in stamps.items():
         assert (run / "outcome.json").stat().st_mtime_ns == stamp, f"{run} was run again"
-    assert len(pd.read_csv(experiment / "tables" / "runs.csv").query("status == 'ok'")) == 4
+    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    assert len(runs.query("status == 'ok' and answer_source == 'session'")) == 4
 
 
 def _sessions_alive(experiment: Path) -> list[str]:
@@ -376,6 +424,19 @@ def test_compare_null_plans_no_comparison(project: Path) -> None:
     text = planned.stdout + planned.stderr
     assert re.search(r"^write_report\s+1\s*$", text, re.MULTILINE), text[-2000:]
     assert "compare_conditions" not in text and "comparison.csv" not in text
+
+
+def test_a_list_of_compare_pairs_plans_one_comparison_with_every_pair(project: Path) -> None:
+    pairs = (
+        "compare:\n"
+        "  - {baseline: b3-absent, treatment: b3-present}\n"
+        "  - {baseline: b3-present, treatment: b3-absent}\n"
+    )
+    planned = snakemake(project, "-n", "-p", "all", extra_config=f"experiment: pairs\n{pairs}")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    text = planned.stdout + planned.stderr
+    assert re.search(r"^compare_conditions\s+1\s*$", text, re.MULTILINE), text[-2000:]
+    assert "--pair b3-absent b3-present --pair b3-present b3-absent" in text
 
 
 def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
@@ -467,6 +528,7 @@ def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) ->
     assert (attempt / "transcript.jsonl").read_bytes() == lost_transcript
     assert (lost / "transcript.jsonl").read_bytes() != lost_transcript
     runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
+    runs_table = runs_table[runs_table["answer_source"] == "session"]  # not the reference set
     assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
 
 
@@ -486,9 +548,9 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     version_file.write_text(version_file.read_text().replace(current, 'SCORER_VERSION = "next"'))
     assert _planned_jobs(snakemake(project, "-n", "all"), "score_answer") == 0
     planned = snakemake(project, "-n", "all", package=package)
-    assert _planned_jobs(planned, "score_answer") == 4
+    assert _planned_jobs(planned, "score_answer") == 4 + len(TASKS)  # and the reference set
     assert _planned_jobs(planned, "run_agent") == _planned_jobs(planned, "render_answer") == 0
-    runs = sorted(finished.glob("*/*/r1"))
+    runs = sorted(finished.glob("b3-*/*/r1"))
     kept = {
         path: path.stat().st_mtime_ns
         for run in runs
@@ -502,4 +564,4 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
         assert json.loads((run / "metrics.json").read_text())["scorer_version"] == "next"
     assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
     table = pd.read_csv(finished / "tables" / "runs.csv")
-    assert len(table) == 4 and set(table["scorer_version"]) == {"next"}
+    assert len(table) == 4 + len(TASKS) and set(table["scorer_version"]) == {"next"}

@@ -19,6 +19,7 @@ from veriharness.experiment.prompts import (
 )
 from veriharness.experiment.taxonomy import load_taxonomy
 from veriharness.mllm.catalog import load_catalog
+from veriharness.mllm.schema import CallRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
@@ -85,6 +86,9 @@ def test_b1_examples_are_complete_valid_requests() -> None:
                 assert set(item["region"]) == {"x", "y", "width", "height"}
         assert request["output"]["kind"] in ("text", "json")
         assert "schema" not in request["output"] or request["output"]["kind"] == "json"
+        # The frozen B1 text must never show a request the server refuses (e.g. D-0002: no
+        # example without an image input).
+        CallRequest.model_validate(request, context={"taxonomy_codes": taxonomy.codes})
 
 
 def test_b2_has_task_parts_and_no_legacy_tools_or_playbook() -> None:
@@ -109,7 +113,7 @@ def test_b2_review_translation_is_section_aligned_and_never_sent() -> None:
     assert len(re.findall(r"^## ", chinese, re.M)) == len(re.findall(r"^## ", english, re.M))
     assert len(re.findall(r"^- ", chinese, re.M)) == len(re.findall(r"^- ", english, re.M))
     assert "{{REFERENCE_IMAGE_PATH}}" in chinese
-    with pytest.raises(PromptError, match="review file and is never sent"):
+    with pytest.raises(PromptError, match="review file and is never part of a session prompt"):
         assemble(PROMPTS, [B1, f"{B2}.zh"], VALUES)
 
 
@@ -203,6 +207,7 @@ FROZEN_BLOCKS = {
     "b3-verification-v0.1": (
         "sha256:d3c9757a2bde81755f070a1df7c8fd5094d738bbd0a8aa1a3fca668c64eb7e74"
     ),
+    "annotator-v0.1": "sha256:0d1ac1786e497d8e1f06f8c1b5329090ef4a3080bb0b05e4c14d1761c85589ed",
 }
 
 
@@ -212,5 +217,18 @@ def test_released_prompt_versions_are_frozen(module_id: str) -> None:
 
 
 def test_every_prompt_version_in_the_repository_is_frozen_here() -> None:
-    released = {p.stem for p in (ROOT / "prompts").glob("b*-v*.md") if not p.stem.endswith(".zh")}
+    modules = [*(ROOT / "prompts").glob("b*-v*.md"), *(ROOT / "prompts").glob("annotator-v*.md")]
+    released = {p.stem for p in modules if not p.stem.endswith(".zh")}
     assert released == set(FROZEN_BLOCKS)
+
+
+def test_the_annotator_prompt_lists_every_taxonomy_code_and_is_never_a_session_prompt() -> None:
+    from veriharness.annotate.annotators import taxonomy_text
+
+    taxonomy = load_taxonomy(ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml")
+    module = load_module(PROMPTS, "annotator-v0.1")
+    resolved = resolve_module(module, {"TAXONOMY": taxonomy_text(taxonomy)})
+    assert set(CODE.findall(resolved.text)) == set(taxonomy.codes)
+    assert "declared" not in resolved.text.lower()  # it never sees the agent's own tags
+    with pytest.raises(PromptError, match="never part of a session prompt"):
+        assemble(PROMPTS, [B1, B2, "annotator-v0.1"], VALUES)

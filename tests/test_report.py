@@ -193,6 +193,38 @@ def test_calls_sharing_an_instruction_each_appear_under_their_own_tool_use(tmp_p
     assert len(list((out / "images").iterdir())) == 1
 
 
+def test_each_compared_pair_gets_its_table_and_plot_in_the_report(tmp_path) -> None:
+    exp = write_experiment(
+        tmp_path / "results", conditions=("base", "treat", "same"), tasks=4, seed=3
+    )
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    compared = _cmd(
+        "compare",
+        "--experiment-dir",
+        str(exp.exp_dir),
+        "--resamples",
+        "200",
+        "--pair",
+        "base",
+        "treat",
+        "--pair",
+        "same",
+        "treat",
+    )
+    assert compared.returncode == 0, compared.stderr
+    out = tmp_path / "report"
+    proc = _cmd("report", "--experiment-dir", str(exp.exp_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    index = (out / "index.html").read_text()
+    assert "<h2>Comparisons</h2>" in index
+    assert "<h3>treat vs base</h3>" in index and "<h3>treat vs same</h3>" in index
+    assert index.count("<th>p (Holm)</th>") == 2
+    for number in (1, 2):
+        with Image.open(out / f"comparison_{number}.png") as image:
+            assert image.format == "PNG" and image.height > 200
+        assert f"src='comparison_{number}.png'" in index
+
+
 def test_report_without_collected_tables_says_what_to_run(tmp_path) -> None:
     proc = _cmd("report", "--experiment-dir", str(tmp_path), "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "run `veriharness collect` first" in proc.stderr

@@ -34,11 +34,17 @@ VERBS: dict[str, Verb] = {
     ),
     "prepare": Verb("veriharness.prepare.run_folder", "write one run's record and prompt snapshot"),
     "run-agent": Verb("veriharness.agent.session", "run one claude -p session for a prepared run"),
+    "import-answer": Verb(
+        "veriharness.external.answers", "import one task's answer of an external answer set"
+    ),
     "render": Verb("veriharness.render.command", "render answer.html of one or more runs"),
     "render-reference": Verb("veriharness.render.command", "re-render a task's reference.png"),
     "score": Verb("veriharness.score.command", "audit and score one or more rendered runs"),
+    "annotate": Verb(
+        "veriharness.annotate.command", "label one run's CallMLLM calls with inferred tags"
+    ),
     "collect": Verb("veriharness.collect.tables", "collect run folders into tables"),
-    "compare": Verb("veriharness.collect.compare", "compare two conditions, paired by task"),
+    "compare": Verb("veriharness.collect.compare", "compare pairs of conditions, paired by task"),
     "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
     "status": Verb(
         "veriharness.spend.status", "runs done, running and left, and the spend, per condition"

@@ -70,6 +70,10 @@ def test_the_server_offers_one_tool_named_call_with_the_whole_request_schema(mll
     for name, prop in schema["properties"].items():
         assert prop.get("description"), name
     assert "CallMLLM" in tools[0].description
+    # D-0002: the agent is told up front that a text-only request is refused.
+    assert "at least one image input" in tools[0].description
+    assert "text inputs only is refused" in tools[0].description
+    assert "at least one must be an image" in schema["properties"]["inputs"]["description"]
 
 
 def test_full_image_reaches_the_provider_as_the_original_bytes(mllm, stub, workspace) -> None:
@@ -199,6 +203,19 @@ def test_json_contract_is_stated_in_the_request_and_native_mode_only_when_enable
 REFUSALS = [
     ({"instruction": "  "}, ["instruction", '"  "', "blank"]),
     ({"inputs": []}, ["inputs", "[]", "at least 1"]),
+    (
+        {"inputs": [{"kind": "text", "label": "t", "content": "What colour is the sky?"}]},
+        ["inputs", "What colour is the sky?", "at least one input must be an image", "['text']"],
+    ),
+    (
+        {
+            "inputs": [
+                {"kind": "text", "label": "a", "content": "x"},
+                {"kind": "text", "label": "b", "content": "y"},
+            ]
+        },
+        ["inputs", "at least one input must be an image", "['text', 'text']"],
+    ),
     (
         {
             "inputs": [

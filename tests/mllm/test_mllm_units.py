@@ -91,6 +91,7 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
             f"    provider: {{api_style: openai-chat, base_url: '{stub.base}/ok/v1', model: m}}\n"
         )
         (tmp_path / "ws").mkdir()
+        noise_image(8, 8, seed=1).save(tmp_path / "ws" / "shot.png")
         taxonomy = load_taxonomy(project_root() / "prompts/taxonomy/capabilities-v0.1.yaml")
         service = server.CallService(
             (tmp_path / "ws").resolve(),
@@ -105,7 +106,10 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
         monkeypatch.setattr(server, "check_reply", broken)
         request = {
             "instruction": "Give a JSON object.",
-            "inputs": [{"kind": "text", "label": "note", "content": "x"}],
+            "inputs": [
+                {"kind": "image", "label": "shot", "path": "shot.png"},
+                {"kind": "text", "label": "note", "content": "x"},
+            ],
             "capability_tags": ["B1"],
             "output": {"kind": "json"},
         }
@@ -124,7 +128,7 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
 def test_tags_are_checked_only_against_the_taxonomy_given() -> None:
     args = {
         "instruction": "x",
-        "inputs": [{"kind": "text", "label": "t", "content": "c"}],
+        "inputs": [{"kind": "image", "label": "i", "path": "i.png"}],
         "capability_tags": ["NEW1"],
         "output": {"kind": "text"},
     }

@@ -1,4 +1,4 @@
-# Tables over every run and the paired comparison of two conditions.
+# Tables over every run and the paired comparisons of conditions.
 
 
 localrules:
@@ -11,6 +11,7 @@ localrules:
 rule summarize_condition:
     input:
         lambda w: run_paths("metrics.json", conditions=[w.condition]),
+        lambda w: run_paths("inferred_tags.json", conditions=[w.condition]),
     output:
         f"{EXP_DIR}/{{condition}}/summary.csv",
     log:
@@ -25,6 +26,7 @@ rule collect_tables:
     # output once, not twice (planning time at 10,000 runs).
     input:
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
+        EXTERNAL_METRICS,
     output:
         runs=report(
             f"{EXP_DIR}/tables/runs.csv",
@@ -37,7 +39,7 @@ rule collect_tables:
         "{VH} collect --experiment-dir {EXP_DIR} > {log} 2>&1"
 
 
-if COMPARE:
+if COMPARE_PAIRS:
 
     rule compare_conditions:
         input:
@@ -54,16 +56,17 @@ if COMPARE:
             f"{LOGS}/compare_conditions.log",
         localrule: True
         params:
-            baseline=COMPARE["baseline"],
-            treatment=COMPARE["treatment"],
+            pairs=" ".join(f"--pair {b} {t}" for b, t in COMPARE_PAIRS),
         shell:
-            "{VH} compare --experiment-dir {EXP_DIR} --baseline {params.baseline}"
-            " --treatment {params.treatment} > {log} 2>&1"
+            "{VH} compare --experiment-dir {EXP_DIR} {params.pairs} > {log} 2>&1"
 
 
 rule summarize_task:
     input:
         lambda w: run_paths("metrics.json", tasks=[w.task]),
+        lambda w: expand(
+            f"{EXTERNAL_RUN}/metrics.json", external=EXTERNAL_SETS, task=[w.task]
+        ),
     output:
         f"{EXP_DIR}/by-task/{{task}}.csv",
     log:

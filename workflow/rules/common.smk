@@ -9,6 +9,7 @@ from veriharness.spend.ledger import requeue_stopped
 
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
+    comparison_pairs,
     condition_inputs,
     identity_settings_digest,
     list_tasks,
@@ -38,8 +39,14 @@ TASKS = list_tasks(config)
 CONDITIONS = list(config["conditions"])
 REPLICATES = list(range(1, int(config["replicates"]) + 1))
 # `compare: null` asks for no comparison: no compare rule, and nothing waits for its file.
-COMPARE = config.get("compare")
-COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE else []
+COMPARE_PAIRS = comparison_pairs(config)
+# Answer sets no session wrote: each is the condition external:<name>, one run per task.
+EXTERNAL_SETS = [answers["name"] for answers in config.get("external_answers") or []]
+EXTERNAL_RUN = f"{EXP_DIR}/external:{{external}}/{{task}}/r1"
+EXTERNAL_METRICS = expand(
+    f"{EXTERNAL_RUN}/metrics.json", external=EXTERNAL_SETS, task=TASKS
+)
+COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE_PAIRS else []
 # Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:
@@ -69,7 +76,8 @@ localrules:
 
 
 wildcard_constraints:
-    condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    condition="(external:)?[A-Za-z0-9][A-Za-z0-9_.-]*",
+    external="[A-Za-z0-9][A-Za-z0-9_.-]*",
     task="[A-Za-z0-9][A-Za-z0-9_.-]*",
     replicate=r"\d+",
 

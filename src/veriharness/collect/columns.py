@@ -26,6 +26,8 @@ __all__ = [
     "AGENT_REQUEST_SUMS",
     "CAPABILITY_TAGS",
     "CAPABILITY_COMBINATIONS",
+    "INFERRED_TAGS",
+    "TAG_AGREEMENT",
     "TABLES",
     "RUN_STATUSES",
     "schema_markdown",
@@ -80,6 +82,18 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
         "files of the run that were missing or unreadable, '; '-separated (empty when none)",
     ),
     Column("in_matrix", "boolean", "derived:in_matrix", "the run is in the expected matrix"),
+    Column(
+        "answer_source",
+        "string",
+        "derived:answer_source",
+        "session (a claude -p run) or external (an imported answer set, condition external:<name>)",
+    ),
+    Column(
+        "external_answer_sha256",
+        "string",
+        "outcome.json:answer_sha256",
+        "external answers: digest of the imported files' sha256 (outcome.json files)",
+    ),
     Column("outcome_status", "string", "outcome.json:status", "status written by run-agent"),
     Column("exit_code", "Int64", "outcome.json:exit_code", "claude exit code"),
     Column("result_subtype", "string", "outcome.json:result_subtype", "stream-json result subtype"),
@@ -360,11 +374,82 @@ AGENT_REQUEST_SUMS = {
 
 CAPABILITY_TAGS: tuple[Column, ...] = RUN_KEYS + (
     Column("call_id", "string", "mllm_calls:call_id", "id of the call"),
-    Column("tag", "string", "mllm_calls:tags", "one declared tag"),
+    Column(
+        "source",
+        "string",
+        "derived:source",
+        "declared (by the agent, in the trace) or inferred (by the annotator, inferred_tags.json)",
+    ),
+    Column("annotator", "string", "inferred_tags:annotator.id", "inferred: the annotator's id"),
+    Column("tag", "string", "mllm_calls:tags", "one tag (declared, or inferred and valid)"),
     Column("family", "string", "derived:family", "the tag's family letter (A-H, Z)"),
-    Column("combination", "string", "mllm_calls:combination", "the call's combination key"),
-    Column("n_tags", "Int64", "mllm_calls:n_tags", "tags on the call"),
+    Column(
+        "combination", "string", "derived:combination", "the call's combination key (this source)"
+    ),
+    Column("n_tags", "Int64", "derived:n_tags", "tags on the call (this source)"),
     Column("outcome", "string", "mllm_calls:outcome", "the call's outcome"),
+)
+
+INFERRED_TAGS: tuple[Column, ...] = RUN_KEYS + (
+    Column("call_id", "string", "inferred_tags:calls.call_id", "id of the call"),
+    Column(
+        "annotator_kind",
+        "string",
+        "inferred_tags:annotator.kind",
+        "rule-based (deterministic, no model) or model",
+    ),
+    Column("annotator", "string", "inferred_tags:annotator.id", "annotator id"),
+    Column("annotator_version", "string", "inferred_tags:annotator.version", "its version"),
+    Column(
+        "annotator_prompt_sha256",
+        "string",
+        "inferred_tags:annotator.prompt_sha256",
+        "sha256 of the resolved annotator prompt (model annotator)",
+    ),
+    Column("annotator_profile", "string", "inferred_tags:annotator.profile", "catalog profile"),
+    Column(
+        "status",
+        "string",
+        "inferred_tags:calls.status",
+        "ok, invalid (reply not JSON, off the schema or naming codes outside the taxonomy; "
+        "kept), or failed (the model request failed)",
+    ),
+    Column("codes", "list<string>", "inferred_tags:calls.codes", "inferred codes in the taxonomy"),
+    Column(
+        "invalid_codes",
+        "list<string>",
+        "inferred_tags:calls.invalid_codes",
+        "codes the annotator gave that are not in the taxonomy",
+    ),
+    Column("declared", "list<string>", "mllm_calls:tags", "the call's declared tags"),
+    Column(
+        "jaccard",
+        "Float64",
+        "derived:jaccard",
+        "|declared ∩ inferred| / |declared ∪ inferred| (status ok and tags on both sides)",
+    ),
+    Column("error", "string", "inferred_tags:calls.error", "why the status is not ok"),
+)
+
+TAG_AGREEMENT: tuple[Column, ...] = (
+    Column("level", "string", "derived:level", "code, family or all"),
+    Column("key", "string", "derived:key", "the code, the family letter, or 'all'"),
+    Column("annotator", "string", "inferred_tags:annotator.id", "the annotator compared with"),
+    Column("n_calls", "Int64", "derived:count", "calls compared (status ok, declared tags)"),
+    Column("n_declared", "Int64", "derived:count", "calls declaring the code / family"),
+    Column("n_inferred", "Int64", "derived:count", "calls inferred with the code / family"),
+    Column("n_both", "Int64", "derived:count", "calls with it on both sides"),
+    Column(
+        "precision", "Float64", "derived:precision", "code: n_both / n_declared (declared as guess)"
+    ),
+    Column("recall", "Float64", "derived:recall", "code: n_both / n_inferred"),
+    Column(
+        "kappa",
+        "Float64",
+        "derived:kappa",
+        "family: Cohen's kappa of 'the call uses this family', declared vs inferred",
+    ),
+    Column("mean_jaccard", "Float64", "derived:jaccard", "all: mean per-call Jaccard"),
 )
 
 CAPABILITY_COMBINATIONS: tuple[Column, ...] = (
@@ -383,6 +468,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "agent_requests": AGENT_REQUESTS,
     "capability_tags": CAPABILITY_TAGS,
     "capability_combinations": CAPABILITY_COMBINATIONS,
+    "inferred_tags": INFERRED_TAGS,
+    "tag_agreement": TAG_AGREEMENT,
 }
 
 

@@ -1,4 +1,4 @@
-"""`veriharness compare`: what the treatment condition changed relative to the baseline.
+"""`veriharness compare`: what each treatment condition changed relative to its baseline.
 
 Design notes:
 
@@ -12,15 +12,23 @@ Design notes:
   not be measured). Sessions that hit their turn or time limit stay in: those are outcomes of
   the condition. Each condition's count of runs per status is reported beside the comparison:
   an infrastructure-error rate that differs between conditions is itself a confound.
-- Runs are paired by (task, replicate): the same task and replicate number under both conditions.
-  The measures are every ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM
-  calls; for each, the difference is treatment minus baseline.
-- A pair where either side has no value (a failed run without metrics, an unreadable outcome) is
-  excluded from that measure and counted in `n_excluded`; runs without a partner are counted too.
+- Several (baseline, treatment) pairs may be compared at once; each is computed on its own and
+  gets its own table section. `compare_pairs` runs them, `comparisons_table` stacks them for
+  comparison.csv with `baseline` and `treatment` columns.
+- The unit of a pair is the task: each side's value is the mean over that task's replicates that
+  have a value, so replicates never count as independent tasks. The measures are every
+  ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM calls; for each, the
+  difference is treatment minus baseline. `n_runs_b`/`n_runs_t` count the runs behind the means.
+- A task where either side has no value (failed runs without metrics, an unreadable outcome) is
+  excluded from that measure and counted in `n_excluded`; tasks without a partner are counted too.
   Nothing is imputed.
-- The 95% interval of the mean difference is a percentile bootstrap over pairs: `resamples`
+- The 95% interval of the mean difference is a percentile bootstrap over tasks: `resamples`
   resamples (default 10,000) drawn with numpy's default generator seeded by `seed`. The same seed
-  gives the same interval. With one pair the interval collapses to that pair's difference.
+  gives the same interval. With one task the interval collapses to that task's difference.
+- `p_value` is a two-sided sign-flip permutation test of the mean difference (exact over all
+  2^n sign patterns up to `_EXACT_UP_TO` tasks, else `resamples` random patterns from the same
+  seed, with the +1 correction); `p_holm` is Holm's step-down adjustment across the measures of
+  one pair. docs/metrics.md says why this test.
 - Wins/ties/losses use the measure's known direction (higher is better for similarity scores,
   lower for error, cost and turns). A measure whose direction is not known (CallMLLM calls, or a
   metric this module has not heard of) gets only the neutral counts `treatment_higher`, `ties`,
@@ -33,6 +41,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,10 +58,16 @@ __all__ = [
     "measures",
     "eligible_runs",
     "status_counts",
+    "task_means",
     "bootstrap_ci",
+    "sign_flip_p",
+    "holm",
     "compare_conditions",
+    "compare_pairs",
+    "comparisons_table",
     "comparison_markdown",
     "comparison_summary",
+    "comparisons_markdown",
     "add_arguments",
     "run",
 ]
@@ -75,6 +90,7 @@ _KEYS = ["task", "replicate"]
 # Runs that measure no outcome of their condition: the session or a later stage broke.
 _LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed", "collect_failed")
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
+_EXACT_UP_TO = 16  # tasks; 2^16 sign patterns are cheaper than 10,000 random ones of 16
 
 
 class ComparisonError(ValueError):
@@ -126,11 +142,14 @@ def eligible_runs(
     return runs.loc[reason.isna()], left_out.reset_index(drop=True)
 
 
-def _pair(runs: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
-    cols = _KEYS + ["status"] + measures(runs)
-    base = runs.loc[runs["condition"] == baseline, cols]
-    treat = runs.loc[runs["condition"] == treatment, cols]
-    return base.merge(treat, on=_KEYS, how="outer", suffixes=("_b", "_t"), indicator=True)
+def task_means(runs: pd.DataFrame, condition: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per task of `condition`: the mean of each measure over the replicates that have a value,
+    and how many runs have a value (both indexed by task)."""
+    cols = measures(runs)
+    values = runs.loc[runs["condition"] == condition, ["task", *cols]]
+    values = values.assign(**{c: pd.to_numeric(values[c], errors="coerce") for c in cols})
+    grouped = values.astype({c: float for c in cols}).groupby("task")
+    return grouped[cols].mean(), grouped[cols].count()
 
 
 def _check_conditions(runs: pd.DataFrame, baseline: str, treatment: str) -> None:
@@ -160,6 +179,47 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def sign_flip_p(diffs: np.ndarray, resamples: int, seed: int) -> float:
+    """Two-sided sign-flip permutation p-value of the mean of paired differences.
+
+    Under the null of no effect each difference is as likely negative as positive; the p-value is
+    the share of sign patterns whose mean is at least as far from 0 as the observed one. Exact up
+    to `_EXACT_UP_TO` differences, else Monte Carlo with the +1 correction (never 0)."""
+    n = len(diffs)
+    if n == 0:
+        return float("nan")
+    observed = abs(float(diffs.mean()))
+    if observed == 0.0:
+        return 1.0
+    cutoff = observed * (1 - 1e-9)  # ties with the observed mean, up to rounding, count
+    if n <= _EXACT_UP_TO:
+        patterns = np.arange(2**n)[:, None] >> np.arange(n) & 1
+        means = ((1 - 2 * patterns) @ diffs) / n
+        return float(np.mean(np.abs(means) >= cutoff))
+    rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the bootstrap's
+    hits = 0
+    chunk = max(1, _BOOTSTRAP_CELLS // n)
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        signs = rng.integers(0, 2, size=(size, n)) * 2 - 1
+        hits += int(np.sum(np.abs(signs @ diffs) / n >= cutoff))
+    return (hits + 1) / (resamples + 1)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values; NaN (no test) stays NaN and does not count."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(1.0, stepped)
+    return out
+
+
 def _direction(measure: str) -> str:
     if measure in HIGHER_IS_BETTER:
         return "higher"
@@ -176,9 +236,9 @@ def compare_conditions(
     resamples: int = DEFAULT_RESAMPLES,
     cells: dict[str, dict[str, str]] | None = None,
 ) -> pd.DataFrame:
-    """One row per measure: paired mean difference, bootstrap CI, counts. Runs that do not
-    belong to the experiment are left out first (`eligible_runs`); they are listed in
-    `attrs["left_out"]`."""
+    """One row per measure: paired mean difference over tasks, bootstrap CI, p-values, counts.
+    Runs that do not belong to the experiment are left out first (`eligible_runs`); they are
+    listed in `attrs["left_out"]`."""
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
@@ -187,47 +247,31 @@ def compare_conditions(
     caveats = run_caveats(compared)
     runs, left_out = eligible_runs(runs, cells)
     left_out = left_out[left_out["condition"].isin([baseline, treatment])]
-    paired = _pair(runs, baseline, treatment)
-    both = paired[paired["_merge"] == "both"]
-    rows = []
-    for measure in measures(runs):
-        b = pd.to_numeric(both[f"{measure}_b"], errors="coerce").astype(float)
-        t = pd.to_numeric(both[f"{measure}_t"], errors="coerce").astype(float)
-        usable = b.notna() & t.notna()
-        diffs = (t - b)[usable].to_numpy()
-        low, high = bootstrap_ci(diffs, resamples, seed)
-        higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
-        direction = _direction(measure)
-        wins = {"higher": higher, "lower": lower}.get(direction)
-        losses = {"higher": lower, "lower": higher}.get(direction)
-        rows.append(
-            {
-                "measure": measure,
-                "better": direction,
-                "n_pairs": int(usable.sum()),
-                "n_excluded": int((~usable).sum()),
-                "baseline_mean": float(b[usable].mean()) if usable.any() else np.nan,
-                "treatment_mean": float(t[usable].mean()) if usable.any() else np.nan,
-                "mean_diff": float(diffs.mean()) if len(diffs) else np.nan,
-                "ci_low": low,
-                "ci_high": high,
-                "wins": wins,
-                "ties": int((diffs == 0).sum()),
-                "losses": losses,
-                "treatment_higher": higher,
-                "treatment_lower": lower,
-            }
+    base_means, base_counts = task_means(runs, baseline)
+    treat_means, treat_counts = task_means(runs, treatment)
+    both = base_means.index.intersection(treat_means.index).sort_values()
+    rows = [
+        _measure_row(
+            measure,
+            base_means.loc[both, measure],
+            treat_means.loc[both, measure],
+            (base_counts.loc[both, measure], treat_counts.loc[both, measure]),
+            seed,
+            resamples,
         )
+        for measure in measures(runs)
+    ]
     out = pd.DataFrame(rows)
     out[["wins", "losses"]] = out[["wins", "losses"]].astype("Int64")
+    out["p_holm"] = holm(out["p_value"].to_numpy(float)) if len(out) else []
     out.attrs.update(
         baseline=baseline,
         treatment=treatment,
         seed=seed,
         resamples=resamples,
         paired=int(len(both)),
-        only_baseline=int((paired["_merge"] == "left_only").sum()),
-        only_treatment=int((paired["_merge"] == "right_only").sum()),
+        only_baseline=int(len(base_means.index.difference(treat_means.index))),
+        only_treatment=int(len(treat_means.index.difference(base_means.index))),
         left_out=left_out.to_dict("records"),
         status_counts=statuses,
         **caveats,
@@ -247,6 +291,68 @@ def status_counts(runs: pd.DataFrame, conditions: list[str]) -> dict[str, dict[s
     return result
 
 
+def _measure_row(
+    measure: str,
+    b: pd.Series,
+    t: pd.Series,
+    counts: tuple[pd.Series, pd.Series],
+    seed: int,
+    resamples: int,
+) -> dict[str, object]:
+    usable = b.notna() & t.notna()
+    diffs = (t - b)[usable].to_numpy()
+    low, high = bootstrap_ci(diffs, resamples, seed)
+    higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
+    direction = _direction(measure)
+    return {
+        "measure": measure,
+        "better": direction,
+        "n_pairs": int(usable.sum()),
+        "n_excluded": int((~usable).sum()),
+        "n_runs_b": int(counts[0][usable].sum()),
+        "n_runs_t": int(counts[1][usable].sum()),
+        "baseline_mean": float(b[usable].mean()) if usable.any() else np.nan,
+        "treatment_mean": float(t[usable].mean()) if usable.any() else np.nan,
+        "mean_diff": float(diffs.mean()) if len(diffs) else np.nan,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": sign_flip_p(diffs, resamples, seed),
+        "wins": {"higher": higher, "lower": lower}.get(direction),
+        "ties": int((diffs == 0).sum()),
+        "losses": {"higher": lower, "lower": higher}.get(direction),
+        "treatment_higher": higher,
+        "treatment_lower": lower,
+    }
+
+
+def compare_pairs(
+    runs: pd.DataFrame,
+    pairs: list[tuple[str, str]],
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    cells: dict[str, dict[str, str]] | None = None,
+) -> list[pd.DataFrame]:
+    """`compare_conditions` for each (baseline, treatment) pair, in the order given."""
+    if not pairs:
+        raise ComparisonError("no pair to compare: give --baseline/--treatment or --pair")
+    repeated = sorted({p for p in pairs if pairs.count(p) > 1})
+    if repeated:
+        raise ComparisonError(f"pairs listed more than once: {repeated}")
+    return [compare_conditions(runs, b, t, seed, resamples, cells) for b, t in pairs]
+
+
+def comparisons_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The pairs' tables stacked, each row naming its pair (comparison.csv)."""
+    stacked = [
+        t.assign(baseline=t.attrs["baseline"], treatment=t.attrs["treatment"]) for t in tables
+    ]
+    out = pd.concat(stacked, ignore_index=True)
+    return out[["baseline", "treatment", *[c for c in out.columns if c not in _PAIR_COLUMNS]]]
+
+
+_PAIR_COLUMNS = ("baseline", "treatment")
+
+
 def _fmt(value: object) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return "–"
@@ -255,20 +361,26 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def comparison_markdown(table: pd.DataFrame) -> str:
+def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
+    """One pair's section; `level` is its heading's depth (2 inside a document of several)."""
     a = table.attrs
-    lines = [f"# {a['treatment']} vs {a['baseline']}", ""]
-    lines += [f"> **{line}**\n" for line in caveat_lines(a)]
-    lines += [
-        f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task and "
-        f"replicate: {a['paired']} pairs; {a['only_baseline']} baseline and "
-        f"{a['only_treatment']} treatment runs have no partner. 95% percentile bootstrap "
-        f"intervals from {a['resamples']} resamples (seed {a['seed']}). A pair missing a value "
-        "is left out of that measure (`excl.`). Wins count pairs where the treatment is better "
-        "in the measure's direction; `?` marks a measure without a known direction.",
+    head = "#" * level
+    lines = [
+        f"{head} {a['treatment']} vs {a['baseline']}",
         "",
-        "| measure | better | n | excl. | baseline | treatment | diff | 95% CI | W/T/L |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *[f"> **{line}**\n" for line in caveat_lines(a)],
+        f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task (each "
+        f"side the mean over the task's replicates): {a['paired']} tasks; {a['only_baseline']} "
+        f"baseline and {a['only_treatment']} treatment tasks have no partner. 95% percentile "
+        f"bootstrap intervals from {a['resamples']} resamples (seed {a['seed']}); `p` is a "
+        "two-sided sign-flip permutation test, `p (Holm)` adjusted across this pair's measures. "
+        "A task missing a value is left out of that measure (`excl.`). Wins count tasks where "
+        "the treatment is better in the measure's direction; `?` marks a measure without a "
+        "known direction.",
+        "",
+        "| measure | better | n | excl. | baseline | treatment | diff | 95% CI | p | p (Holm) "
+        "| W/T/L |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     left_out = a.get("left_out", [])
     for r in table.itertuples():
@@ -280,10 +392,11 @@ def comparison_markdown(table: pd.DataFrame) -> str:
         lines.append(
             f"| {r.measure} | {r.better} | {r.n_pairs} | {r.n_excluded} | "
             f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
-            f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {wtl} |"
+            f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {_fmt_p(r.p_value)} | "
+            f"{_fmt_p(r.p_holm)} | {wtl} |"
         )
-    lines += _status_lines(a.get("status_counts", {}))
-    lines += ["", f"## Runs left out: {len(left_out)}", ""]
+    lines += _status_lines(a.get("status_counts", {}), head)
+    lines += ["", f"{head}# Runs left out: {len(left_out)}", ""]
     if left_out:
         lines += ["| condition | task | replicate | reason |", "| --- | --- | --- | --- |"]
         lines += [
@@ -295,7 +408,7 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
+def _status_lines(counts: dict[str, dict[str, int]], head: str = "#") -> list[str]:
     """Runs per status and condition; infra_error always has a column, since a rate that differs
     between conditions is itself a confound."""
     if not counts:
@@ -303,7 +416,7 @@ def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
     statuses = sorted({s for per in counts.values() for s in per} | {"infra_error"})
     lines = [
         "",
-        "## Run statuses by condition",
+        f"{head}# Run statuses by condition",
         "",
         "| condition | runs | " + " | ".join(statuses) + " |",
         "| --- | --- | " + " | ".join("---" for _ in statuses) + " |",
@@ -314,11 +427,34 @@ def _status_lines(counts: dict[str, dict[str, int]]) -> list[str]:
     return lines
 
 
-def comparison_summary(table: pd.DataFrame) -> str:
-    """comparison.json: the counts and the runs left out, for the report's first screen."""
-    attrs = dict(table.attrs)
-    attrs["caveats"] = caveat_lines(attrs)
-    return json.dumps(attrs, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+def comparison_summary(tables: list[pd.DataFrame]) -> str:
+    """comparison.json, for the report's first screen: each pair's counts, and the caveats and
+    runs left out over all pairs (each once)."""
+    pairs = [dict(t.attrs) | {"caveats": caveat_lines(t.attrs)} for t in tables]
+    caveats = list(dict.fromkeys(c for p in pairs for c in p["caveats"]))
+    seen: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        for run in pair.get("left_out", []):
+            seen.setdefault(json.dumps(run, sort_keys=True, default=str), run)
+    summary = {"pairs": pairs, "caveats": caveats, "left_out": list(seen.values())}
+    return json.dumps(
+        summary, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)
+    )
+
+
+def _fmt_p(value: float) -> str:
+    if np.isnan(value):
+        return "–"
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
+def comparisons_markdown(tables: list[pd.DataFrame]) -> str:
+    """comparison.md: one section per pair (a single pair keeps its own top-level heading)."""
+    if len(tables) == 1:
+        return comparison_markdown(tables[0])
+    names = ", ".join(f"`{t.attrs['treatment']}` vs `{t.attrs['baseline']}`" for t in tables)
+    head = f"# Comparisons\n\n{len(tables)} pairs, each on its own: {names}.\n\n"
+    return head + "\n".join(comparison_markdown(t, level=2) for t in tables)
 
 
 def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
@@ -336,13 +472,29 @@ def _recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
-    parser.add_argument("--baseline", required=True, help="baseline condition id")
-    parser.add_argument("--treatment", required=True, help="treatment condition id")
+    parser.add_argument("--baseline", help="baseline condition id (with --treatment)")
+    parser.add_argument("--treatment", help="treatment condition id (with --baseline)")
+    parser.add_argument(
+        "--pair",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("BASELINE", "TREATMENT"),
+        help="a (baseline, treatment) pair; repeat for several comparisons",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument(
         "--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples"
     )
     parser.add_argument("--runs", type=Path, help="runs table (default <exp>/tables/runs.parquet)")
+
+
+def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    if (args.baseline is None) != (args.treatment is None):
+        given = "--baseline" if args.baseline is not None else "--treatment"
+        raise ComparisonError(f"{given} needs its partner (--baseline with --treatment)")
+    single = [(args.baseline, args.treatment)] if args.baseline is not None else []
+    return single + [(b, t) for b, t in args.pair]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -351,10 +503,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"compare: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
         return 2
     try:
-        table = compare_conditions(
+        tables = compare_pairs(
             pd.read_parquet(runs_path),
-            args.baseline,
-            args.treatment,
+            _pairs(args),
             args.seed,
             args.resamples,
             cells=_recorded_cells(args.experiment_dir / "experiment.json"),
@@ -364,11 +515,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     csv = args.experiment_dir / "comparison.csv"
     with atomic.replacing(csv) as tmp:
-        table.to_csv(tmp, index=False)
-    atomic.write_text(args.experiment_dir / "comparison.md", comparison_markdown(table))
-    atomic.write_text(args.experiment_dir / "comparison.json", comparison_summary(table))
-    print(
-        f"compare: {len(table)} measures, {table.attrs['paired']} pairs, "
-        f"{len(table.attrs['left_out'])} runs left out -> {csv}"
-    )
+        comparisons_table(tables).to_csv(tmp, index=False)
+    atomic.write_text(args.experiment_dir / "comparison.md", comparisons_markdown(tables))
+    atomic.write_text(args.experiment_dir / "comparison.json", comparison_summary(tables))
+    for table in tables:
+        print(
+            f"compare: {table.attrs['treatment']} vs {table.attrs['baseline']}: "
+            f"{len(table)} measures, {table.attrs['paired']} tasks paired, "
+            f"{len(table.attrs['left_out'])} runs left out -> {csv}"
+        )
     return 0

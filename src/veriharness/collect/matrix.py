@@ -110,11 +110,16 @@ def _matrix_from_experiment_json(exp_dir: Path) -> list[RunKey] | None:
             raise MatrixError(
                 f"{path}: field 'matrix.replicates' must be a count or a list, got {reps!r:.80}"
             )
-        return [
+        runs = [
             _matrix_entry({"condition": c, "task": t, "replicate": r}, f"{path} matrix")
             for c in matrix["conditions"]
             for t in matrix["tasks"]
             for r in reps
+        ]
+        return runs + [
+            _matrix_entry({"condition": c, "task": t, "replicate": 1}, f"{path} matrix.external")
+            for c in matrix.get("external", ())
+            for t in matrix["tasks"]
         ]
     except KeyError as exc:
         raise MatrixError(f"{path}: field 'matrix.{exc.args[0]}' is missing") from exc

@@ -35,6 +35,42 @@ class RunExtract(NamedTuple):
     tool_calls: list[dict[str, Any]]
     mllm_calls: list[dict[str, Any]]
     agent_requests: list[dict[str, Any]]
+    inferred: list[dict[str, Any]] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+
+
+def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
+    """One row per call annotation of `inferred_tags.json` (absent before annotation ran)."""
+    path = run_dir / "inferred_tags.json"
+    if not path.is_file():
+        return []
+    record = load_json(path, "inferred_tags.json", errors) or {}
+    raw_annotator, raw_calls = record.get("annotator"), record.get("calls")
+    annotator: dict[str, Any] = raw_annotator if isinstance(raw_annotator, dict) else {}
+    calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
+    shared = {
+        "annotator_kind": annotator.get("kind"),
+        "annotator": annotator.get("id"),
+        "annotator_version": annotator.get("version"),
+        "annotator_prompt_sha256": annotator.get("prompt_sha256"),
+        "annotator_profile": annotator.get("profile"),
+    }
+    rows = []
+    for call in calls:
+        if not isinstance(call, dict):
+            errors.append("inferred_tags.json: a call is not an object")
+            continue
+        codes, invalid = call.get("codes"), call.get("invalid_codes")
+        rows.append(
+            {
+                **shared,
+                "call_id": call.get("call_id"),
+                "status": call.get("status"),
+                "codes": [str(c) for c in codes] if isinstance(codes, list) else [],
+                "invalid_codes": [str(c) for c in invalid] if isinstance(invalid, list) else [],
+                "error": call.get("error"),
+            }
+        )
+    return rows
 
 
 # Written by the model proxy (veriharness.agent.request_record); runs made before it have none.
@@ -77,8 +113,18 @@ def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) 
         row[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
 
 
+# outcome.json of an answer no session wrote (`veriharness.external`).
+_EXTERNAL_KIND = "external_answer"
+
+
 def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[str, str]:
     outcome = docs["outcome.json"]
+    if isinstance(outcome, dict) and outcome.get("kind") == _EXTERNAL_KIND:
+        if outcome.get("status") == "missing_answer":
+            return "missing_answer", f"external answer missing: {outcome.get('error') or ''}"
+        if not (run_dir / "answer" / "answer.html").is_file():
+            return "missing_answer", "external answer: answer/answer.html is absent"
+        return "ok", ""
     if outcome is None:
         if outcome_error:
             return "failed", "outcome.json is unreadable"
@@ -136,14 +182,20 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row.update(status="missing", reason="run folder is absent", read_errors="")
         return RunExtract(row, [], [], [])
     errors: list[str] = []
+    outcome = load_json(run_dir / "outcome.json", "outcome.json", errors)
+    # An external answer has no run record, transcript or trace: their absence is no error.
+    external = isinstance(outcome, dict) and outcome.get("kind") == _EXTERNAL_KIND
+    session_files = () if external else ("run.json",)
     docs = {
         name: load_json(run_dir / name, name, errors)
-        for name in ("run.json", "outcome.json", "metrics.json", "audit.json", "render/render.json")
+        for name in (*session_files, "metrics.json", "audit.json", "render/render.json")
     }
+    docs["outcome.json"] = outcome
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
     _file_columns(row, docs, errors)
     row["status"], row["reason"] = _status(run_dir, docs, outcome_error)
-    record = docs["run.json"] or {}
+    row["answer_source"] = "external" if external else "session"
+    record = docs.get("run.json") or {}
     for field in ("experiment", "condition", "task"):
         if field in record and record[field] != row[field]:
             errors.append(
@@ -153,9 +205,12 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     _flat_family(row, "metric_", metrics.get("metrics"), "Float64", "metrics.json metrics", errors)
     _flat_family(row, "audit_", audit.get("flags"), "boolean", "audit.json flags", errors)
 
-    events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
-    tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
-    calls = linked_call_rows(run_dir, uses, errors)
+    if external:
+        tools, calls = None, None
+    else:
+        events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
+        tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
+        calls = linked_call_rows(run_dir, uses, errors)
     keys = {"experiment": experiment, **key._asdict()}
     if tools is not None:
         row["agent_tool_calls"] = len(tools)
@@ -166,7 +221,8 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["mllm_calls"] = len(calls)
         row["mllm_calls_failed"] = outcomes["failed"]
         row["mllm_calls_rejected"] = outcomes["rejected"]
-    requests = _request_rows(run_dir, errors)
+    inferred = [] if external else _inferred_rows(run_dir, errors)
+    requests = None if external else _request_rows(run_dir, errors)
     if requests is not None:
         _request_sums(row, requests)
     row["read_errors"] = "; ".join(errors)
@@ -175,4 +231,5 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         [{**keys, **t} for t in tools or ()],
         [{**keys, **c} for c in calls or ()],
         [{**keys, **r} for r in requests or ()],
+        [{**keys, **i} for i in inferred],
     )

@@ -24,13 +24,16 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from veriharness._util import atomic
+from veriharness.collect.agreement import agreement_rows, with_declared
 from veriharness.collect.columns import (
     AGENT_REQUESTS,
     AGENT_TOOL_CALLS,
     CAPABILITY_COMBINATIONS,
     CAPABILITY_TAGS,
+    INFERRED_TAGS,
     MLLM_CALLS,
     RUNS,
+    TAG_AGREEMENT,
     Column,
 )
 from veriharness.collect.matrix import Extraction, MatrixError, collect_runs, load_expected
@@ -44,6 +47,8 @@ __all__ = [
     "agent_requests_df",
     "capability_tags_df",
     "capability_combinations_df",
+    "inferred_tags_df",
+    "tag_agreement_df",
     "collect_tables",
     "write_table",
     "add_arguments",
@@ -57,6 +62,8 @@ class Tables(NamedTuple):
     mllm_calls: pd.DataFrame
     capability_tags: pd.DataFrame
     capability_combinations: pd.DataFrame
+    inferred_tags: pd.DataFrame
+    tag_agreement: pd.DataFrame
     missing: list[RunKey]
     agent_requests: pd.DataFrame
 
@@ -110,9 +117,39 @@ def agent_requests_df(extraction: Extraction) -> pd.DataFrame:
     return _frame([r for ex in extraction.extracts for r in ex.agent_requests], AGENT_REQUESTS)
 
 
-def capability_tags_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
+def inferred_tags_df(extraction: Extraction, mllm_calls: pd.DataFrame) -> pd.DataFrame:
+    """One row per annotated call, with its declared tags and the per-call Jaccard."""
+    rows = [i for ex in extraction.extracts for i in ex.inferred]
+    frame = _frame(rows, tuple(c for c in INFERRED_TAGS if c.name not in ("declared", "jaccard")))
+    joined = with_declared(frame, mllm_calls)
+    return _frame(joined[[c.name for c in INFERRED_TAGS]].to_dict("records"), INFERRED_TAGS)
+
+
+def tag_agreement_df(inferred: pd.DataFrame) -> pd.DataFrame:
+    return _frame(agreement_rows(inferred) if len(inferred) else [], TAG_AGREEMENT)
+
+
+def capability_tags_df(
+    mllm_calls: pd.DataFrame, inferred: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """One row per tag of a call: declared ones, then the valid inferred ones (`source`)."""
     names = [c.name for c in CAPABILITY_TAGS]
-    long = mllm_calls.explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "tag"})
+    declared = mllm_calls.assign(source="declared", annotator=None)
+    parts = [declared]
+    if inferred is not None and len(inferred):
+        keys = ["condition", "task", "replicate", "call_id"]
+        ok = inferred[inferred["status"] == "ok"]
+        unique = ok["codes"].map(lambda c: sorted(set(c)))
+        given = ok[[*keys, "annotator"]].assign(
+            source="inferred",
+            tags=list(unique),
+            combination=unique.map(lambda c: "+".join(c) or None),
+            n_tags=unique.map(len),
+        )
+        outcome = mllm_calls[[*keys, "outcome", "experiment"]]
+        parts.append(given.merge(outcome, on=keys, how="left"))
+    calls = pd.concat(parts, ignore_index=True)
+    long = calls.explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "tag"})
     long = long.assign(family=long["tag"].astype(str).str[0])
     return _frame(long[names].to_dict("records") if len(long) else [], CAPABILITY_TAGS)
 
@@ -135,12 +172,15 @@ def capability_combinations_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
 
 def collect_tables(extraction: Extraction) -> Tables:
     calls = mllm_calls_df(extraction)
+    inferred = inferred_tags_df(extraction, calls)
     return Tables(
         runs_df(extraction),
         agent_tool_calls_df(extraction),
         calls,
-        capability_tags_df(calls),
+        capability_tags_df(calls, inferred),
         capability_combinations_df(calls),
+        inferred,
+        tag_agreement_df(inferred),
         extraction.missing,
         agent_requests_df(extraction),
     )
@@ -222,6 +262,8 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
         "agent_requests",
         "capability_tags",
         "capability_combinations",
+        "inferred_tags",
+        "tag_agreement",
     ):
         write_table(getattr(tables, name), out / name)
     missing = pd.DataFrame(

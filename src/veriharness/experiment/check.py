@@ -225,6 +225,12 @@ def load_definition(
         raise ConfigError(f"taxonomy: no file {taxonomy_path}")
     conditions = {c: load_condition(root / config.conditions_dir, c) for c in config.conditions}
     task_ids = resolve_task_ids(config, root)
+    for index, answers in enumerate(config.external_answers):
+        if answers.source == "folder" and not (root / str(answers.dir)).is_dir():
+            raise ConfigError(
+                f"external_answers[{index}].dir {answers.dir!r} ({answers.name!r}) is not a "
+                f"folder under {root}"
+            )
     inside, outside = _git_checkable(_input_paths(config, root, config_file), root)
     state = git_state(root, inside)
     if outside:
@@ -428,6 +434,8 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
             "conditions": list(defn.config.conditions),
             "tasks": list(defn.selected_task_ids),
             "replicates": defn.config.replicates,
+            # Answers no session wrote: one run (replicate 1) per task and set.
+            "external": [a.condition for a in defn.config.external_answers],
         },
         model_check=model_check,
         provenance=provenance.model_dump(mode="json"),

@@ -45,6 +45,9 @@ __all__ = [
     "ConfigError",
     "AgentSettings",
     "CompareSettings",
+    "AnnotationSettings",
+    "EXTERNAL_PREFIX",
+    "ExternalAnswers",
     "ExecutionSettings",
     "ExperimentConfig",
     "Viewport",
@@ -173,13 +176,53 @@ class AgentSettings(_Strict):
 
 
 class CompareSettings(_Strict):
-    """The two conditions the comparison pairs (treatment minus baseline), or null for none. Both
-    must be listed in conditions. Analysis only; not hashed."""
+    """Two conditions a comparison pairs, treatment minus baseline. Analysis only; not hashed."""
 
     baseline: str
     """Condition id of the baseline."""
     treatment: str
     """Condition id of the treatment."""
+
+
+EXTERNAL_PREFIX = "external:"
+
+
+class ExternalAnswers(_Strict):
+    """A set of answers no session wrote, scored as the condition external:<name>."""
+
+    name: str = Field(pattern=_ID)
+    """The set's name; its condition is external:<name>."""
+    source: Literal["folder", "task_references"] = "folder"
+    """folder (dir/<task>/answer.html plus assets/) or task_references (each task's own
+    reference.html and assets/: every metric's ceiling)."""
+    dir: str | None = None
+    """For source folder, the folder holding one <task>/ subfolder per task."""
+
+    @model_validator(mode="after")
+    def _dir_with_folder_only(self) -> ExternalAnswers:
+        if self.source == "folder" and not self.dir:
+            raise ValueError(f"external answers {self.name!r}: source 'folder' needs dir")
+        if self.source == "task_references" and self.dir is not None:
+            raise ValueError(
+                f"external answers {self.name!r}: source 'task_references' takes no dir "
+                f"(got {self.dir!r}); it reads tasks_dir"
+            )
+        return self
+
+    @property
+    def condition(self) -> str:
+        return EXTERNAL_PREFIX + self.name
+
+
+class AnnotationSettings(_Strict):
+    """Who labels CallMLLM calls with inferred capability tags (analysis only; not hashed)."""
+
+    profile: str | None = None
+    """null: the deterministic rule-based annotator (no model, no keys). A catalog profile name:
+    that model, with the annotator prompt module, answering through a JSON Schema of the
+    taxonomy's codes (its key must be set)."""
+    prompt: str = Field(default="annotator-v0.1", pattern=_ID)
+    """The annotator prompt module in prompts_dir (model annotator only)."""
 
 
 class ExecutionSettings(_Strict):
@@ -244,9 +287,22 @@ class ExperimentConfig(_Strict):
     injected into B1; its private part (provider settings) is hashed only."""
     agent: AgentSettings = AgentSettings()
     """The orchestrating claude -p agent. Every key except api_key_env is hashed."""
-    compare: CompareSettings | None = CompareSettings(baseline="b3-absent", treatment="b3-present")
-    """The two conditions the comparison pairs (treatment minus baseline), or null for none.
-    Both must be listed in conditions. Analysis only; not hashed."""
+    compare: CompareSettings | tuple[CompareSettings, ...] | None = CompareSettings(
+        baseline="b3-absent", treatment="b3-present"
+    )
+    """What the comparison pairs (treatment minus baseline): one {baseline, treatment} pair, a
+    list of such pairs (each compared on its own, with its own section in comparison.md and the
+    report), or null for none. Every condition named must be listed in conditions or be an
+    external answer set. Analysis only; not hashed."""
+    external_answers: tuple[ExternalAnswers, ...] = (
+        ExternalAnswers(name="reference", source="task_references"),
+    )
+    """Sets of answers no session wrote, each scored as the condition external:<name> (one run
+    per task, replicate 1) through the same render, audit and score stages. Analysis only; not
+    hashed."""
+    annotation: AnnotationSettings = AnnotationSettings()
+    """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
+    ones). Analysis only; not hashed: a change reruns annotation, never a session."""
     check_models: bool = True
     """Look model names up with their provider at experiment start (false for dry runs). Not
     hashed."""
@@ -284,18 +340,45 @@ class ExperimentConfig(_Strict):
                 raise ValueError(f"tasks lists {repeated} more than once")
         return value
 
+    @field_validator("external_answers")
+    @classmethod
+    def _external_names_unique(
+        cls, value: tuple[ExternalAnswers, ...]
+    ) -> tuple[ExternalAnswers, ...]:
+        if repeated := _repeated(tuple(s.name for s in value)):
+            raise ValueError(f"external_answers names {repeated} more than once")
+        return value
+
+    def compared_conditions(self) -> list[str]:
+        """What a comparison may name: the conditions and the external answer sets."""
+        return [*self.conditions, *(s.condition for s in self.external_answers)]
+
     @model_validator(mode="after")
     def _compare_names_listed_conditions(self) -> ExperimentConfig:
-        if self.compare is not None:
-            for role in ("baseline", "treatment"):
-                name = getattr(self.compare, role)
-                if name not in self.conditions:
+        pairs = self.comparison_pairs()
+        if isinstance(self.compare, tuple) and not pairs:
+            raise ValueError("compare: an empty list; use null for no comparison")
+        known = self.compared_conditions()
+        for index, (baseline, treatment) in enumerate(pairs):
+            where = f"compare[{index}]" if isinstance(self.compare, tuple) else "compare"
+            for role, name in (("baseline", baseline), ("treatment", treatment)):
+                if name not in known:
                     raise ValueError(
-                        f"compare.{role} {name!r} is not one of conditions {list(self.conditions)}"
+                        f"{where}.{role} {name!r} is not one of conditions "
+                        f"(or external answer sets) {known}"
                     )
-            if self.compare.baseline == self.compare.treatment:
-                raise ValueError("compare.baseline and compare.treatment must differ")
+            if baseline == treatment:
+                raise ValueError(f"{where}.baseline and {where}.treatment must differ")
+        if repeated := sorted({p for p in pairs if pairs.count(p) > 1}):
+            raise ValueError(f"compare lists the pair(s) {repeated} more than once")
         return self
+
+    def comparison_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The (baseline, treatment) pairs to compare, in the order given; () for none."""
+        if self.compare is None:
+            return ()
+        listed = self.compare if isinstance(self.compare, tuple) else (self.compare,)
+        return tuple((c.baseline, c.treatment) for c in listed)
 
     def resolved(self) -> dict[str, Any]:
         """Every value, defaults included, as plain JSON-able data."""
@@ -308,6 +391,8 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     validator = jsonschema.Draft202012Validator(config_schema())
     messages = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        if error.context:  # anyOf (e.g. compare): the deepest problem names the real mistake
+            error = max(error.context, key=lambda e: len(e.absolute_path))
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         messages.append(f"{where}: {error.message}")
     return messages

@@ -53,7 +53,7 @@ class PromptError(ValueError):
 class ModuleHeader(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     id: str
-    slot: Literal["B1", "B2", "B3", "review"]
+    slot: Literal["B1", "B2", "B3", "review", "annotator"]
     version: str
     placeholder: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]*$")
 
@@ -213,7 +213,7 @@ def assemble(
         if module.header.slot not in _SLOT_ORDER:
             raise PromptError(
                 f"prompt module {module.path} is a {module.header.slot} file and "
-                "is never sent; list the normative module instead"
+                "is never part of a session prompt; list the normative module instead"
             )
     slots = [m.header.slot for m in modules]
     repeated = sorted({s for s in slots if slots.count(s) > 1})

@@ -24,6 +24,7 @@ __all__ = [
     "unwrap_experiment_record",
     "refuse_overwriting_a_record",
     "coerce_command_line_values",
+    "comparison_pairs",
     "list_tasks",
     "task_files",
     "condition_inputs",
@@ -65,6 +66,17 @@ def refuse_overwriting_a_record(configfiles: Iterable[str | Path], record: str |
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
 
 
+def comparison_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (baseline, treatment) pairs of a schema-validated config's `compare` (one pair, a
+    list of pairs, or null)."""
+    listed = config.get("compare")
+    if listed is None:
+        return []
+    return [
+        (p["baseline"], p["treatment"]) for p in (listed if isinstance(listed, list) else [listed])
+    ]
+
+
 def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) -> None:
     """Read `--config` text as the schema's types: Snakemake's parser keeps `true` and nested
     values (`execution={debug: true}`) as strings. Only well-formed text is converted; anything
@@ -73,15 +85,32 @@ def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) 
     _coerce(config, schema)
 
 
+def _kinds(spec: dict[str, Any]) -> set[Any]:
+    """The JSON types a key accepts, its `anyOf` options' included."""
+    kinds = spec.get("type")
+    found = set(kinds) if isinstance(kinds, list) else {kinds}
+    for option in spec.get("anyOf", []):
+        found |= _kinds(option)
+    return found
+
+
+def _option(spec: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The part of `spec` that describes values of JSON type `kind`."""
+    for option in spec.get("anyOf", []):
+        if kind in _kinds(option):
+            return dict(option)
+    return spec
+
+
 def _coerce(node: dict[str, Any], schema: dict[str, Any]) -> None:
     for key, spec in schema.get("properties", {}).items():
         value = node.get(key)
-        kinds = spec.get("type")
-        kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+        kinds = _kinds(spec)
         if isinstance(value, dict) and "object" in kinds:
-            _coerce(value, spec)
+            _coerce(value, _option(spec, "object"))
         elif isinstance(value, list) and "array" in kinds:
-            node[key] = [_scalar(item, spec.get("items", {})) for item in value]
+            items = _option(spec, "array").get("items", {})
+            node[key] = [_scalar(item, items) for item in value]
         elif isinstance(value, str):
             node[key] = _scalar(value, spec)
 
@@ -89,8 +118,7 @@ def _coerce(node: dict[str, Any], schema: dict[str, Any]) -> None:
 def _scalar(value: Any, spec: dict[str, Any]) -> Any:
     if not isinstance(value, str):
         return value
-    kinds = spec.get("type")
-    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    kinds = _kinds(spec)
     text = value.strip()
     if "boolean" in kinds and text.lower() in _TRUE + _FALSE:
         return text.lower() in _TRUE

@@ -55,9 +55,11 @@ _BRANCHES = ("text", "image", "json")
 
 TOOL_DESCRIPTION = (
     "CallMLLM: send one instruction with labelled text and image inputs to a fresh multimodal "
-    "model context and get its reply. Images are workspace files, attached whole or cropped to "
-    "an optional pixel region. The output is text, or JSON (optionally validated against a "
-    "schema; a reply that does not parse or validate comes back as raw text with a diagnostic). "
+    "model context and get its reply. Every request carries at least one image input; a request "
+    "with text inputs only is refused before any model call. Images are workspace files, "
+    "attached whole or cropped to an optional pixel region. The output is text, or JSON "
+    "(optionally validated against a schema; a reply that does not parse or validate comes "
+    "back as raw text with a diagnostic). "
     "One call is one model request; nothing is retried."
 )
 
@@ -195,7 +197,8 @@ class CallRequest(BaseModel):
         min_length=1, description="The complete task for the model: what to do and what to return."
     )
     inputs: list[InputItem] = Field(
-        min_length=1, description="Labelled text and image inputs (at least one)."
+        min_length=1,
+        description="Labelled text and image inputs; at least one must be an image.",
     )
     capability_tags: list[str] = Field(
         min_length=1,
@@ -236,6 +239,12 @@ class CallRequest(BaseModel):
         repeated = sorted({label for label in labels if labels.count(label) > 1})
         if repeated:
             raise ValueError(f"input labels must be unique, repeated: {repeated}")
+        if not any(isinstance(item, ImageInput) for item in inputs):
+            # D-0002: CallMLLM is for multimodal understanding, not a plain text model.
+            kinds = [item.kind for item in inputs]
+            raise ValueError(
+                f"at least one input must be an image (kind 'image'); got only kinds {kinds}"
+            )
         return inputs
 
 

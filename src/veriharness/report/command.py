@@ -5,6 +5,12 @@ Design notes:
 - Reads the collected tables (run `veriharness collect` first) and the run folders; writes only
   under --out. Plots are PNG (matplotlib Agg), each with a caption `.rst` beside it for
   `snakemake --report`; `report_plots` draws them.
+- Answer sets no session wrote (`external:<name>`) get a table of every metric per task; the
+  reference set's row is each metric's ceiling on that task.
+- Declared vs inferred capability tags: the tag_agreement table (per code, per family, overall)
+  with the annotator named and a rule-based one marked as such.
+- When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
+  (difference, interval, p-values) and a plot of the differences.
 - The index lists every run with a link to its page; `report_page` writes one page per run folder.
   Run pages are written by worker processes (--jobs), which with pages that decode no image keeps
   a report of 10,000 runs to about the time of reading them.
@@ -25,6 +31,7 @@ import pandas as pd
 from veriharness._util.caveats import caveat_lines, run_caveats
 from veriharness.report.plots import (
     plot_capability_tags,
+    plot_comparison,
     plot_cost_vs_fidelity,
     plot_metrics_by_condition,
 )
@@ -86,6 +93,7 @@ def _comparison_html(exp_dir: Path) -> str:
     table = pd.read_csv(path)
     rows = [
         [
+            f"{r.treatment} vs {r.baseline}" if "baseline" in table else "",
             r.measure,
             r.better,
             str(r.n_pairs),
@@ -96,7 +104,7 @@ def _comparison_html(exp_dir: Path) -> str:
         ]
         for r in table.itertuples()
     ]
-    head = ["measure", "better", "pairs", "baseline", "treatment", "diff", "95% CI"]
+    head = ["pair", "measure", "better", "tasks", "baseline", "treatment", "diff", "95% CI"]
     return _table(rows, head) + "<p>Details: <code>comparison.md</code>.</p>"
 
 
@@ -163,6 +171,116 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     )
 
 
+_COMPARISON_COLUMNS = (
+    ("measure", "measure"),
+    ("n_pairs", "tasks"),
+    ("baseline_mean", "baseline"),
+    ("treatment_mean", "treatment"),
+    ("mean_diff", "diff"),
+    ("ci_low", "95% CI low"),
+    ("ci_high", "95% CI high"),
+    ("p_value", "p"),
+    ("p_holm", "p (Holm)"),
+)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "–" if pd.isna(value) else f"{value:.4g}"
+    return esc(str(value))
+
+
+def _ceiling_section(runs: pd.DataFrame) -> str:
+    """Every metric of every task for answer sets no session wrote (the reference set's values
+    are each metric's ceiling on that task)."""
+    external = runs[runs.get("answer_source", pd.Series(dtype=str)) == "external"]
+    if external.empty:
+        return ""
+    metrics = sorted(c for c in runs.columns if c.startswith("metric_"))
+    head = "".join(f"<th>{esc(m.removeprefix('metric_'))}</th>" for m in metrics)
+    rows = "".join(
+        f"<tr><td>{esc(r['condition'])}</td><td>{esc(r['task'])}</td><td>{esc(r['status'])}</td>"
+        + "".join(
+            f"<td>{_cell(float(r[m]) if pd.notna(r[m]) else float('nan'))}</td>" for m in metrics
+        )
+        + "</tr>"
+        for _, r in external.sort_values(["condition", "task"]).iterrows()
+    )
+    return (
+        "<h2>External answers</h2><p>Answers no session wrote, scored by the same render, audit "
+        "and metrics. <code>external:reference</code> is each task's own reference.html: its "
+        "values are the ceiling of each metric on that task.</p>"
+        f"<table><tr><th>set</th><th>task</th><th>status</th>{head}</tr>{rows}</table>"
+    )
+
+
+def _agreement_section(exp_dir: Path) -> str:
+    """Declared vs inferred capability tags (tables/tag_agreement.parquet, when collected)."""
+    path = exp_dir / "tables" / "tag_agreement.parquet"
+    inferred_path = exp_dir / "tables" / "inferred_tags.parquet"
+    if not path.is_file() or not inferred_path.is_file():
+        return ""
+    table = pd.read_parquet(path)
+    inferred = pd.read_parquet(inferred_path)
+    if inferred.empty:
+        return "<h2>Declared vs inferred capability tags</h2><p>no annotated call</p>"
+    annotators = inferred.drop_duplicates("annotator")
+    who = "; ".join(
+        f"{esc(str(a.annotator))} ({esc(str(a.annotator_kind))} {esc(str(a.annotator_version))}"
+        + (", rule-based: a weak baseline, no model" if a.annotator_kind == "rule-based" else "")
+        + ")"
+        for a in annotators.itertuples()
+    )
+    statuses = ", ".join(f"{k} {v}" for k, v in inferred["status"].value_counts().items())
+    parts = [
+        "<h2>Declared vs inferred capability tags</h2>",
+        f"<p>Annotator: {who}. Annotations: {esc(statuses)}. Declared tags are read as the guess, "
+        "inferred ones as the reference.</p>",
+    ]
+    for level, columns in (
+        ("all", ("n_calls", "mean_jaccard")),
+        ("family", ("n_calls", "n_declared", "n_inferred", "n_both", "kappa")),
+        ("code", ("n_calls", "n_declared", "n_inferred", "n_both", "precision", "recall")),
+    ):
+        rows = table[table["level"] == level]
+        head = "".join(f"<th>{esc(c)}</th>" for c in ("annotator", "key", *columns))
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{_cell(float(r[c]) if isinstance(r[c], float | int) else r[c])}</td>"
+                for c in ("annotator", "key", *columns)
+            )
+            + "</tr>"
+            for _, r in rows.iterrows()
+        )
+        parts.append(f"<h3>{esc(level)}</h3><table><tr>{head}</tr>{body}</table>")
+    return "".join(parts)
+
+
+def _comparison_sections(exp_dir: Path, out: Path) -> str:
+    """One section per compared pair of comparison.csv (empty when there is none)."""
+    path = exp_dir / "comparison.csv"
+    if not path.is_file():
+        return ""
+    table = pd.read_csv(path)
+    sections = []
+    for number, ((baseline, treatment), pair) in enumerate(
+        table.groupby(["baseline", "treatment"], sort=False), start=1
+    ):
+        plot = plot_comparison(pair, baseline, treatment, out / f"comparison_{number}.png")
+        head = "".join(f"<th>{esc(label)}</th>" for _, label in _COMPARISON_COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c, _ in _COMPARISON_COLUMNS) + "</tr>"
+            for _, row in pair.iterrows()
+        )
+        sections.append(
+            f"<h3>{esc(treatment)} vs {esc(baseline)}</h3>"
+            f"<table><tr>{head}</tr>{body}</table>"
+            f"<p>{esc(plot.with_suffix('.rst').read_text())}</p><img src='{esc(plot.name)}'>"
+        )
+    return "<h2>Comparisons</h2>" + "".join(sections)
+
+
 def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
     runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
     tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
@@ -193,12 +311,15 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         f"<img src='{esc(p.name)}'>"
         for p in plots
     )
+    comparisons = (
+        _ceiling_section(runs) + _agreement_section(exp_dir) + _comparison_sections(exp_dir, out)
+    )
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
         f"<style>{CSS} .caveat{{background:#fde2e1;padding:.5em;border:2px solid #b00}}</style>"
         f"</head><body><h1>{esc(exp_dir.name)}</h1>{_overview_html(exp_dir, runs)}"
-        f"<h2>Plots</h2>{images}<h2>Runs</h2>"
+        f"<h2>Plots</h2>{images}{comparisons}<h2>Runs</h2>"
         "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
         f"<th></th></tr>{''.join(rows)}</table></body></html>",
         encoding="utf-8",

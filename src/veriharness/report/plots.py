@@ -16,7 +16,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["plot_metrics_by_condition", "plot_cost_vs_fidelity", "plot_capability_tags"]
+__all__ = [
+    "plot_metrics_by_condition",
+    "plot_cost_vs_fidelity",
+    "plot_capability_tags",
+    "plot_comparison",
+]
 
 
 def _save(fig: Figure, path: Path, caption: str) -> Path:
@@ -113,4 +118,37 @@ def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> 
         path,
         "Capability tags declared on CallMLLM calls, per started run of each "
         "condition (a call with two tags counts once for each).",
+    )
+
+
+def plot_comparison(table: pd.DataFrame, baseline: str, treatment: str, path: Path) -> Path:
+    """One pair of comparison.csv: each measure's mean paired difference with its bootstrap
+    interval, on the measure's own scale (one row per measure)."""
+    rows = table.reset_index(drop=True)
+    fig, axes = plt.subplots(
+        len(rows), 1, figsize=(6.4, 0.55 * len(rows) + 0.9), squeeze=False, sharex=False
+    )
+    for ax, r in zip(axes[:, 0], rows.itertuples(), strict=True):
+        if np.isfinite(r.mean_diff):
+            low, high = r.mean_diff - r.ci_low, r.ci_high - r.mean_diff
+            ax.errorbar([r.mean_diff], [0], xerr=[[low], [high]], fmt="o", color="C0", capsize=3)
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.set_yticks([])
+        p_holm = "–" if np.isnan(r.p_holm) else f"{r.p_holm:.3g}"
+        ax.set_ylabel(
+            f"{r.measure.removeprefix('metric_')}\np(Holm) {p_holm}",
+            rotation=0,
+            ha="right",
+            va="center",
+            fontsize=7,
+        )
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle(f"{treatment} minus {baseline}", fontsize=9)
+    return _save(
+        fig,
+        path,
+        f"{treatment} minus {baseline}, paired by task (replicate means): the mean difference of "
+        "each measure with its 95% bootstrap interval, each on its own scale; the grey line is "
+        "no difference. p(Holm) is the sign-flip permutation p-value adjusted across the "
+        "measures of this pair.",
     )

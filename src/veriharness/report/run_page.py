@@ -306,13 +306,26 @@ def run_page(job: PageJob) -> Path:
     render = job.run_dir / "render" / "render.png"
     if render.is_file():
         shutil.copyfile(render, page_dir / "render.png")
-    steps = _steps(job.run_dir, images, prefix, errors)
+    external = outcome.get("kind") == "external_answer"
+    if external:  # no session: nothing to show as steps, and no transcript to miss
+        steps = ["<p>an imported answer: no session, no transcript, no CallMLLM calls</p>"]
+        status = (
+            f"<p>external answer set <b>{esc(str(outcome.get('set')))}</b> "
+            f"({esc(str(outcome.get('source_path')))}): "
+            f"<b>{esc(str(outcome.get('status', 'unknown')))}</b>; "
+            f"{esc(str(outcome.get('error') or ''))}</p>"
+        )
+    else:
+        steps = _steps(job.run_dir, images, prefix, errors)
+        status = (
+            f"<p>agent status <b>{esc(str(outcome.get('status', 'unknown')))}</b>; "
+            f"{esc(str(outcome.get('error') or ''))}</p>"
+        )
     answer = job.run_dir / "answer" / "answer.html"
     source = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
     body = [
         f"<h1>{esc(job.title)}</h1>",
-        f"<p>agent status <b>{esc(str(outcome.get('status', 'unknown')))}</b>; "
-        f"{esc(str(outcome.get('error') or ''))}</p>",
+        status,
         "<p>problems reading this run: " + esc("; ".join(errors)) + "</p>" if errors else "",
         "<h2>Reference and render</h2><div class='pair'>",
         _figure("reference", reference),

@@ -1,0 +1,24 @@
+# Inferred capability tags: every CallMLLM call of every session run, labelled by the configured
+# annotator and kept apart from the declared tags. The annotator's digest is a param, so changing
+# the annotator reruns this rule (and the tables), never a session.
+from veriharness.annotate.command import annotator_digest
+
+ANNOTATOR = annotator_digest(config)
+
+
+rule annotate_calls:
+    # The session's outcome marks its trace complete (the trace itself is not a declared output
+    # of run_agent; annotate reads it).
+    input:
+        f"{RUN}/outcome.json",
+    output:
+        f"{RUN}/inferred_tags.json",
+    log:
+        f"{LOGS}/annotate_calls/{RUN_LOG}",
+    params:
+        annotator=ANNOTATOR,
+        run_dir=RUN,
+        task_dir=TASK_DIR,
+    shell:
+        "{VH} annotate --config {EXPERIMENT_CONFIG} --run-dir {params.run_dir}"
+        " --task-dir {params.task_dir} > {log} 2>&1"
