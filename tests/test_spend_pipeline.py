@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 
 def _config(max_usd: float) -> str:
     prices = {"models": {"veriharness-offline-agent-1": PRICE}}
-    config = {"experiment": "capped", "tasks": TASKS, "prices": prices}
+    # Only sessions spend: no external answer set, so the matrix is the sessions alone.
+    config = {"experiment": "capped", "tasks": TASKS, "prices": prices, "external_answers": []}
     return yaml.safe_dump(config | {"execution": {"max_usd": max_usd}})
 
 

@@ -43,8 +43,8 @@ TASKS = ["landing-page", "pricing-table"]
 CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"
 # The rules that run as cluster jobs; the rest are `localrules` of the workflow.
-CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
-GROUPED_RULES = {"render_answer", "score_answer"}
+CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
+GROUPED_RULES = {"render_answer", "score_answer", "annotate_calls"}
 MODES = ("grouped", "ungrouped", "local")
 # What a finished run folder must hold, whatever else it holds.
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
@@ -86,7 +86,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("results")
     files = {
+        # Sessions only (no external answer set): the test is about how their jobs are sent.
         f"config/cluster-test-{mode}.yaml": f"tasks: {json.dumps(TASKS)}\n"
+        "external_answers: []\n"
         f"execution:\n  results_dir: {json.dumps(str(results / mode))}\n"
         for mode in MODES
     }
