@@ -27,7 +27,11 @@ def test_status_counts_runs_and_spend_per_condition(tmp_path: Path) -> None:
     outcome |= {"status": "not_started", "reason": "budget"}
     (stopped / "outcome.json").write_text(json.dumps(outcome))
     matrix = {"conditions": ["base", "treat"], "tasks": [f"task-{i:03d}" for i in range(4)]}
-    record = {"matrix": matrix | {"replicates": 1}, "config": {"execution": {"max_usd": 2.0}}}
+    record = {
+        "kind": "experiment_record",
+        "matrix": matrix | {"replicates": 1},
+        "config": {"execution": {"max_usd": 2.0}},
+    }
     (exp / "experiment.json").write_text(json.dumps(record))
     for condition, source, cost in (("base", "session", 0.5), ("base", "mllm", 0.25)):
         settings = SpendSettings(

@@ -50,6 +50,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from veriharness._util import atomic
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
@@ -451,7 +452,5 @@ def _serve_http(server: MCPServer, token: str, port: int, port_file: Path | None
     guarded = token_guard(app, token)
     config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on")
     if port_file is not None:
-        partial = port_file.with_name(port_file.name + ".partial")
-        partial.write_text(f"{sock.getsockname()[1]}\n", encoding="utf-8")
-        partial.replace(port_file)
+        atomic.write_text(port_file, f"{sock.getsockname()[1]}\n")
     uvicorn.Server(config).run(sockets=[sock])

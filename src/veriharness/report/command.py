@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_comparison,
@@ -71,10 +72,9 @@ def _number(value: object) -> str:
 
 def _record(exp_dir: Path) -> dict[str, Any]:
     try:
-        value = json.loads((exp_dir / "experiment.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_record(exp_dir / "experiment.json", EXPERIMENT_RECORD)
+    except RecordError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _comparison_summary(exp_dir: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 from veriharness.spend.ledger import ledger_path, newest_entry, tail_entries
 
 __all__ = ["ConditionStatus", "ExperimentStatus", "read_status", "format_status", "run"]
@@ -114,10 +115,10 @@ def _run_state(run_dir: str) -> tuple[str, float | None]:
 def _record(experiment_dir: Path) -> dict[str, Any]:
     path = experiment_dir / "experiment.json"
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read the experiment record ({error})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("matrix"), dict):
+        record = read_record(path, EXPERIMENT_RECORD)
+    except RecordError as error:
+        raise ValueError(f"cannot read the experiment record: {error}") from None
+    if not isinstance(record.get("matrix"), dict):
         raise ValueError(f"{path}: not an experiment record with a matrix")
     return record
 
