@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, model_validator
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
+from veriharness._util.run_files import read_jsonl
 from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Status, classify
@@ -483,7 +484,7 @@ def _run_attempt(
                     plan, workspace, offline_url, tokens["mllm token"], session_dir / "mllm.port"
                 )
             )
-            mcp_path.write_text(json.dumps(mcp_config(mllm_url, tokens["mllm token"])) + "\n")
+            atomic.write_json(mcp_path, mcp_config(mllm_url, tokens["mllm token"]), indent=None)
             env, recorded_env = session_environment(
                 plan, config_dir, proxy_url, tokens["session token"]
             )
@@ -580,14 +581,8 @@ def _not_started_for_budget(
 def _trace_cost(path: Path) -> float | None:
     """The sum of the CallMLLM trace's call costs; None when a completed call has none."""
     total = 0.0
-    if not path.exists():
-        return total
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "mllm_call_completed":
+    for event in read_jsonl(path, path.name, []) or []:
+        if event.get("event") == "mllm_call_completed":
             cost = event.get("cost_usd")
             if not isinstance(cost, int | float):
                 return None
