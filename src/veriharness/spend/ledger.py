@@ -38,6 +38,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from veriharness._util import atomic
 from veriharness._util.superseded import move_to_superseded
 from veriharness.spend.prices import TokenCounts
 
@@ -297,9 +298,7 @@ class SpendGate:
         if stop is not None:
             path = Path(s.run_dir) / STOP_NAME
             if not path.exists():
-                tmp = path.with_name(f".{STOP_NAME}.tmp")
-                tmp.write_text(stop.model_dump_json(indent=2) + "\n", encoding="utf-8")
-                os.replace(tmp, path)
+                atomic.write_text(path, stop.model_dump_json(indent=2) + "\n")
             raise BudgetExhausted(stop)
 
     def charge(
