@@ -1,11 +1,15 @@
 """Concurrency scaling of agent sessions: real `claude -p` sessions (bubblewrap sandbox, mllm
 server) against the offline model, which waits `--latency` seconds before each answer.
 
-For each concurrency level, `--sessions` sessions run through `run_session` with at most that
-many at once. Printed per level: wall time, the latency-bound ideal (every session's model
-answers times the latency, packed perfectly onto the concurrent slots: sum / concurrency, and
-never less than the longest single session), their ratio, and the peak proportional set size
-(PSS) of all session processes, overall and per concurrent session.
+For each concurrency level, `--sessions` sessions run through `run_session` in a pool of that
+many worker processes (one session at a time per worker, as each Snakemake job is its own
+process). Printed per level: wall time; the latency-bound ideal (every session's model answers
+times the latency, packed onto the concurrent slots: sum / concurrency, never less than the
+longest single session); their ratio; the CPU the level used per session (this process and every
+descendant), split by kind of process as far as sampling sees it (`cpu_other` and the rest up to
+the total are short-lived processes such as the offline stand-in's tesseract readings); the CPU
+floor (all CPU spread over the machine's cores) against the ideal; and the peak proportional
+set size (PSS) of all session processes, overall and per concurrent session.
 
     python3 bench/concurrency.py --sessions 64 --concurrency 1 8 16 32 --latency 2
 """
@@ -14,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,17 +81,55 @@ def _pss_mb(pid: int) -> float:
     return 0.0
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+_KINDS = {"claude.exe": "claude CLI", "mllm-server": "mllm server", "bwrap": "bwrap"}
+
+
+def _kind(pid: int) -> str | None:
+    try:
+        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+    for marker, kind in _KINDS.items():
+        if marker in text:
+            return kind
+    return "worker" if "multiprocessing" in text else "other"
+
+
+def _cpu_of(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 class _Sampler(threading.Thread):
-    """Peak summed PSS of this process's descendants (the sessions), sampled every 0.5 s."""
+    """Peak summed PSS of this process's descendants (the sessions) and the CPU each kind of
+    process used (last value seen per process), sampled every 0.25 s. Processes shorter than
+    that (tesseract readings of the offline stand-in) are mostly missed: the bench reports
+    them as the rest of the measured total."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.peak = 0.0
+        self.cpu: dict[int, tuple[str, float]] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
-        while not self.stop.wait(0.5):
-            self.peak = max(self.peak, sum(_pss_mb(p) for p in descendants(os.getpid())))
+        while not self.stop.wait(0.25):
+            pids = descendants(os.getpid())
+            self.peak = max(self.peak, sum(_pss_mb(p) for p in pids))
+            for pid in pids:
+                kind = self.cpu[pid][0] if pid in self.cpu else _kind(pid)
+                if kind is not None:
+                    self.cpu[pid] = (kind, _cpu_of(pid))
+
+    def cpu_by_kind(self) -> dict[str, object]:
+        totals: dict[str, float] = {}
+        for kind, seconds in self.cpu.values():
+            totals[kind] = totals.get(kind, 0.0) + seconds
+        return totals
 
 
 def _answers(run_dir: Path) -> int:
@@ -97,15 +140,24 @@ def _answers(run_dir: Path) -> int:
     return sum(1 for r in lines if r.get("method") == "POST" and "/v1/messages" in r["path"])
 
 
-def level(sessions: int, concurrency: int, latency: float) -> dict[str, float]:
+def _cpu_seconds() -> float:
+    """CPU of this process and of every descendant already waited for (the pool's workers,
+    and through them each session's processes)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def level(sessions: int, concurrency: int, latency: float) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="vh-bench-concurrency-") as tmp:
         plans = [_plan(Path(tmp), i) for i in range(sessions)]
         sampler = _Sampler()
         sampler.start()
-        start = time.monotonic()
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        start, cpu_start = time.monotonic(), _cpu_seconds()
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
             outcomes = list(pool.map(run_session, plans))
         wall = time.monotonic() - start
+        cpu = _cpu_seconds() - cpu_start
         sampler.stop.set()
         sampler.join()
         answers = [_answers(p.run_dir) for p in plans]
@@ -118,6 +170,12 @@ def level(sessions: int, concurrency: int, latency: float) -> dict[str, float]:
         "wall_s": round(wall, 1),
         "ideal_s": round(ideal, 1),
         "ratio": round(wall / ideal, 2) if ideal else float("nan"),
+        "cpu_s_per_session": round(cpu / sessions, 2),
+        "cpu_floor_s": round(cpu / (os.cpu_count() or 1), 1),
+        **{
+            f"cpu_{kind.replace(' ', '_')}": round(seconds / sessions, 2)
+            for kind, seconds in sorted(sampler.cpu_by_kind().items())
+        },
         "answers_per_session": round(sum(answers) / sessions, 1),
         "peak_pss_mb": round(sampler.peak),
         "pss_per_session_mb": round(sampler.peak / min(concurrency, sessions)),
