@@ -61,7 +61,7 @@ def read_words(
         picture = picture.resize(size, Image.Resampling.LANCZOS)
     with tempfile.TemporaryDirectory(prefix="veriharness-ocr-") as tmp:
         source = Path(tmp) / "in.png"
-        picture.save(source)
+        picture.save(source, compress_level=1)  # lossless either way; level 6 costs 2x the time
         result = subprocess.run(
             [str(find_tesseract()), str(source), "stdout", "--psm", str(psm), "tsv"],
             capture_output=True,

@@ -379,6 +379,8 @@ def running_mllm_server(
         "--trace", str(plan.run_dir / "mllm_trace.jsonl"),
         "--spend-json", _mllm_spend_json(plan),
         "--port-file", str(port_file),
+        # Its own session (so its group can be ended), yet never outliving this process.
+        "--parent-pid", str(os.getpid()),
     ]  # fmt: skip
     log_path = plan.run_dir / MLLM_SERVER_LOG
     with open(log_path, "w", encoding="utf-8") as log:

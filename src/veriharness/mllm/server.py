@@ -51,6 +51,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.lifetime import end_with_parent
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
@@ -402,9 +403,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--port", type=int, default=0, help="HTTP port (default 0: a free one)")
     parser.add_argument("--port-file", type=Path, help="HTTP: write the chosen port to this file")
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        help="end (SIGKILL from the kernel) when this process, the server's parent, ends",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.parent_pid is not None:
+        end_with_parent(args.parent_pid)
     token = os.environ.pop(MLLM_TOKEN_ENV, "")
     if args.transport == "http" and len(token) < 16:
         message = f"mllm-server: --transport http needs ${MLLM_TOKEN_ENV} (16+ characters)"

@@ -1,0 +1,28 @@
+"""Helper processes that end with the process that started them.
+
+A helper VeriHarness starts in a session of its own (the `mllm` server of an agent session) is not
+in Snakemake's process group, so killing that group with SIGKILL (a node's reboot, a scheduler's
+preemption, a researcher's `kill -9`) would leave it running, holding its port and its trace.
+The kernel's parent-death signal ends it instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+__all__ = ["end_with_parent"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when `parent` (its parent, by pid) ends. If the
+    parent has already ended, end now: the death signal would never come."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(error)}")
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
