@@ -674,12 +674,14 @@ def _run_process(
             text=True,
             start_new_session=True,  # its own process group, so a timeout kills every child
         )
-        pump = threading.Thread(
-            target=_copy_lines, args=(process.stdout, transcript, redact), daemon=True
-        )
-        pump.start()
         timed_out = False
         try:
+            # Inside the try: starting a thread can take a while on a busy machine, and an
+            # interrupt arriving then must end the session as well.
+            pump = threading.Thread(
+                target=_copy_lines, args=(process.stdout, transcript, redact), daemon=True
+            )
+            pump.start()
             timed_out = _wait(process, plan)
             if process.returncode is None:  # out of time, or a spending cap was reached
                 _kill_group(process)
