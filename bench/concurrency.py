@@ -177,6 +177,8 @@ def level(sessions: int, concurrency: int, latency: float) -> dict[str, object]:
             for kind, seconds in sorted(sampler.cpu_by_kind().items())
         },
         "answers_per_session": round(sum(answers) / sessions, 1),
+        "session_wall_mean_s": round(sum(o.wall_seconds or 0 for o in outcomes) / sessions, 1),
+        "claude_process_mean_s": round(sum(o.session_seconds or 0 for o in outcomes) / sessions, 1),
         "peak_pss_mb": round(sampler.peak),
         "pss_per_session_mb": round(sampler.peak / min(concurrency, sessions)),
         "statuses": ",".join(statuses),
