@@ -111,9 +111,13 @@ def main() -> int:
         cells = len(tasks) * 2 * args.replicates
         keys = runs.groupby(["condition", "task", "replicate"]).size()
         rerun = [str(p) for p, stamp in stamps.items() if p.stat().st_mtime_ns != stamp]
-        print(f"rows {len(runs)} of {cells} cells; every cell once: {(keys == 1).all()}")
+        sessions = runs[runs["answer_source"] == "session"]
+        print(f"session rows {len(sessions)} of {cells} cells ({len(runs)} rows with external)")
+        print(f"every cell once: {(keys == 1).all()}")
         print(f"finished sessions run again: {len(rerun)}")
         print(f"statuses: {runs['status'].value_counts().to_dict()}")
+        for row in runs[runs["status"] != "ok"].itertuples():
+            print(f"   {row.condition}/{row.task}/r{row.replicate}: {row.status}: {row.reason}")
     return 0
 
 
