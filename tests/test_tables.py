@@ -148,6 +148,25 @@ def test_agent_tool_calls_rows_follow_the_transcript(collected) -> None:
         assert "…[" in summary and " chars]" in summary
 
 
+def test_each_result_marks_the_tool_use_it_answers_when_uses_run_in_parallel() -> None:
+    uses = [
+        {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {}},
+        {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {}},
+    ]
+    events = [
+        {"type": "assistant", "message": {"id": "m1", "content": uses}},
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_a"}]},
+        },
+    ]
+    rows, _ = call_records.transcript_tool_uses(events)
+    assert [(r["tool_use_id"], r["has_result"], r["is_error"]) for r in rows] == [
+        ("toolu_a", True, False),
+        ("toolu_b", False, None),
+    ]
+
+
 def test_mllm_calls_and_capability_tables_agree_with_the_trace(collected) -> None:
     exp, _, frames = collected
     calls, tags, combos = (

@@ -160,7 +160,7 @@ def transcript_tool_uses(
                 result_of = by_id.get(str(block.get("tool_use_id")))
                 if block.get("type") == "tool_result" and result_of is not None:
                     result_of["is_error"] = bool(block.get("is_error", False))
-                    row["has_result"] = True
+                    result_of["has_result"] = True
     return rows, callmllm_uses(events)
 
 
