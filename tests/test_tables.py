@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pandas as pd
 import pytest
@@ -20,7 +21,15 @@ from veriharness.collect import calls as call_records
 from veriharness.collect import matrix as experiment_runs
 from veriharness.collect import run_rows as trace_reading
 from veriharness.collect import tables
-from veriharness.collect.columns import TABLES, schema_markdown
+from veriharness.collect.columns import (
+    MLLM_CALLS,
+    RUNS,
+    RUNS_FAMILIES,
+    TABLES,
+    Col,
+    columns_of,
+    schema_markdown,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = {
@@ -137,6 +146,25 @@ def test_agent_tool_calls_rows_follow_the_transcript(collected) -> None:
     writes = mine[mine.tool == "Write"]
     for summary in writes.input_summary:
         assert "…[" in summary and " chars]" in summary
+
+
+def test_each_result_marks_the_tool_use_it_answers_when_uses_run_in_parallel() -> None:
+    uses = [
+        {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {}},
+        {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {}},
+    ]
+    events = [
+        {"type": "assistant", "message": {"id": "m1", "content": uses}},
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_a"}]},
+        },
+    ]
+    rows, _ = call_records.transcript_tool_uses(events)
+    assert [(r["tool_use_id"], r["has_result"], r["is_error"]) for r in rows] == [
+        ("toolu_a", True, False),
+        ("toolu_b", False, None),
+    ]
 
 
 def test_mllm_calls_and_capability_tables_agree_with_the_trace(collected) -> None:
@@ -464,3 +492,53 @@ def test_the_model_proxys_records_become_agent_requests_rows_and_runs_sums(
     assert "agent_requests.jsonl line 3 total_ms" in row.read_errors  # ...and is named
     other = _row(runs, ("base", "task-001", 1))
     assert pd.isna(other.agent_requests) and "agent_requests" not in other.read_errors
+
+
+def test_every_row_an_extraction_builds_holds_only_its_tables_declared_columns(
+    tmp_path: Path,
+) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=2, replicates=1, faults={})
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    request = {"kind": "agent_request", "time": "t0", "status": 200, "total_ms": 3.0}
+    (run_dir / "agent_requests.jsonl").write_text(json.dumps(request) + "\n")
+    call_id = pd.read_json(run_dir / "mllm_trace.jsonl", lines=True).call_id.iloc[0]
+    annotator = {"kind": "rule-based", "id": "rules", "version": "1"}
+    annotation = {"call_id": call_id, "status": "ok", "codes": ["A1"], "invalid_codes": []}
+    (run_dir / "inferred_tags.json").write_text(
+        json.dumps({"annotator": annotator, "calls": [annotation]})
+    )
+    extraction = experiment_runs.collect_runs(exp.exp_dir, jobs=1)
+    extracts = extraction.extracts
+    row_tables = {
+        "runs": [ex.run for ex in extracts],
+        "agent_tool_calls": [r for ex in extracts for r in ex.tool_calls],
+        "mllm_calls": [r for ex in extracts for r in ex.mllm_calls],
+        "agent_requests": [r for ex in extracts for r in ex.agent_requests],
+        "inferred_tags": [r for ex in extracts for r in ex.inferred],
+    }
+    for table, rows in row_tables.items():
+        declared = {c.name for c in TABLES[table]}
+        assert rows and all(set(row) <= declared for row in rows), table
+    families = {k for ex in extracts for k in ex.families}
+    assert families and all(k.startswith(tuple(f.prefix for f in RUNS_FAMILIES)) for k in families)
+
+
+def test_a_row_field_without_a_column_type_or_declaration_is_refused_by_name() -> None:
+    class Untyped(TypedDict):
+        blob: Annotated[dict[str, int], Col("derived:blob", "a mapping")]
+
+    class Undeclared(TypedDict):
+        count: int
+
+    with pytest.raises(TypeError, match=r"Untyped\.blob: no column dtype for the type"):
+        columns_of(Untyped)
+    with pytest.raises(TypeError, match=r"Undeclared\.count: a column needs Annotated"):
+        columns_of(Undeclared)
+
+
+def test_column_dtypes_follow_the_row_types() -> None:
+    by_name = {c.name: c.dtype for c in MLLM_CALLS}
+    assert by_name["call_id"] == "string" and by_name["seq"] == "Int64"
+    assert by_name["latency_ms"] == "Float64" and by_name["truncated"] == "boolean"
+    assert by_name["tags"] == "list<string>"
+    assert [c.name for c in RUNS[:4]] == ["experiment", "condition", "task", "replicate"]

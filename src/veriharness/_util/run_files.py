@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -78,7 +78,25 @@ def read_jsonl(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]]
     return events
 
 
-def typed_value(value: Any, dtype: str, where: str, errors: list[str]) -> Any:
+@overload
+def typed_value(
+    value: object, dtype: Literal["string"], where: str, errors: list[str]
+) -> str | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["Int64"], where: str, errors: list[str]
+) -> int | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["Float64"], where: str, errors: list[str]
+) -> float | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["boolean"], where: str, errors: list[str]
+) -> bool | None: ...
+@overload
+def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> object: ...
+def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> object:
     """`value` if it fits `dtype`, else None with the mismatch named in `errors`."""
     if value is None:
         return None

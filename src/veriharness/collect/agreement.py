@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from veriharness.collect.columns import TagAgreementRow
+
 __all__ = ["jaccard", "with_declared", "agreement_rows"]
 
 
@@ -59,16 +61,16 @@ def _kappa(a: np.ndarray, b: np.ndarray) -> float:
     return round((observed - expected) / (1 - expected), 12)  # no -3e-16 for a zero
 
 
-def agreement_rows(inferred: pd.DataFrame) -> list[dict[str, object]]:
+def agreement_rows(inferred: pd.DataFrame) -> list[TagAgreementRow]:
     """Rows of `tag_agreement` from `with_declared`'s output (one annotator per experiment run;
     several are kept apart by the `annotator` column)."""
-    rows: list[dict[str, object]] = []
+    rows: list[TagAgreementRow] = []
     for annotator, group in inferred.groupby("annotator", dropna=False, sort=True):
         usable = group[(group["status"] == "ok") & (group["declared"].map(len) > 0)]
         declared = [set(d) for d in usable["declared"]]
         given = [set(c) for c in usable["codes"]]
         n = len(usable)
-        base = {"annotator": annotator, "n_calls": n}
+        base: TagAgreementRow = {"annotator": annotator, "n_calls": n}
         codes = sorted(set().union(*declared, *given)) if n else []
         for code in codes:
             d = sum(code in x for x in declared)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from veriharness._util.run_files import read_jsonl, typed_value
+from veriharness.collect.columns import CallFields, ToolUseFields
 
 __all__ = [
     "MLLM_TOOL",
@@ -127,10 +128,10 @@ def callmllm_uses(events: list[dict[str, Any]]) -> list[ToolUse]:
 
 def transcript_tool_uses(
     events: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], list[ToolUse]]:
+) -> tuple[list[ToolUseFields], list[ToolUse]]:
     """Rows for every tool use of a transcript, and its CallMLLM tool uses in order."""
-    rows: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    rows: list[ToolUseFields] = []
+    by_id: dict[str, ToolUseFields] = {}
     turn, last_message = -1, object()
     for event in events:
         kind = event.get("type")
@@ -142,7 +143,7 @@ def transcript_tool_uses(
             for block in message_blocks(event):
                 if block.get("type") != "tool_use":
                     continue
-                row = {
+                row: ToolUseFields = {
                     "seq": len(rows),
                     "turn": turn,
                     "tool_use_id": block.get("id"),
@@ -159,7 +160,7 @@ def transcript_tool_uses(
                 result_of = by_id.get(str(block.get("tool_use_id")))
                 if block.get("type") == "tool_result" and result_of is not None:
                     result_of["is_error"] = bool(block.get("is_error", False))
-                    row["has_result"] = True
+                    result_of["has_result"] = True
     return rows, callmllm_uses(events)
 
 
@@ -190,7 +191,7 @@ def group_trace(events: list[dict[str, Any]], errors: list[str]) -> list[TraceCa
     return list(calls.values())
 
 
-def _request_fields(request: dict[str, Any]) -> dict[str, Any]:
+def _request_fields(request: dict[str, Any]) -> CallFields:
     tags = request.get("declared_capability_tags") or request.get("capability_tags") or []
     tags = [str(t) for t in tags] if isinstance(tags, list) else [str(tags)]
     inputs = [i for i in request.get("inputs") or [] if isinstance(i, dict)]
@@ -219,8 +220,8 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _call_row(seq: int, call: TraceCall, errors: list[str]) -> dict[str, Any]:
-    row: dict[str, Any] = {"call_id": call.call_id, "seq": seq, "outcome": "unfinished"}
+def _call_row(seq: int, call: TraceCall, errors: list[str]) -> CallFields:
+    row: CallFields = {"call_id": call.call_id, "seq": seq, "outcome": "unfinished"}
     row["tags"] = None
     if call.started is not None:
         row["started_at"] = call.started.get("time")
@@ -284,7 +285,7 @@ def link_calls(uses: list[ToolUse], calls: list[TraceCall], errors: list[str]) -
 
 def linked_call_rows(
     run_dir: Path, uses: list[ToolUse] | None, errors: list[str]
-) -> list[dict[str, Any]] | None:
+) -> list[CallFields] | None:
     """One row per call of the run's mllm_trace.jsonl, start and end events merged, each linked
     to its tool use when the transcript's CallMLLM `uses` are known (None: unreadable)."""
     events = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors)

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from veriharness._util.superseded import SUPERSEDED
-from veriharness.collect.run_rows import RunExtract, RunKey, extract_run
+from veriharness.collect.columns import RunFields
+from veriharness.collect.run_rows import (
+    RunExtract,
+    RunKey,
+    extract_run,
+    run_keys,
+    run_record_path,
+)
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
@@ -158,15 +165,13 @@ def _extract_star(args: tuple[Path, str, RunKey]) -> RunExtract:
         return extract_run(*args)
     except Exception as exc:  # noqa: BLE001 - one unreadable run must not cost the tables
         exp_dir, experiment, key = args
-        row = {
-            "experiment": experiment,
-            **key._asdict(),
-            "run_record": f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json",
+        failed: RunFields = {
+            "run_record": run_record_path(experiment, key),
             "status": "collect_failed",
             "reason": f"collect_failed: {type(exc).__name__}: {exc}",
             "read_errors": "",
         }
-        return RunExtract(row, [], [], [])
+        return RunExtract({**run_keys(experiment, key), **failed})
 
 
 def _superseded_runs(exp_dir: Path, experiment: str) -> list[RunExtract]:
@@ -178,11 +183,10 @@ def _superseded_runs(exp_dir: Path, experiment: str) -> list[RunExtract]:
     for entry in _subdirs(folder):
         for key in discover_runs(Path(entry.path)):
             extract = extract_run(Path(entry.path), experiment, key)
-            extract.run.update(
-                superseded=True,
-                in_matrix=False,
-                run_record=f"{experiment}/{SUPERSEDED}/{entry.name}/{key.condition}/"
-                f"{key.task}/r{key.replicate}/run.json",
+            extract.run["superseded"], extract.run["in_matrix"] = True, False
+            extract.run["run_record"] = (
+                f"{experiment}/{SUPERSEDED}/{entry.name}/{key.condition}/"
+                f"{key.task}/r{key.replicate}/run.json"
             )
             extracts.append(extract)
     return extracts

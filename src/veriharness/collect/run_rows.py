@@ -7,21 +7,37 @@ Design notes:
 - Readers are defensive (`run_files`): a missing file, a line that is not JSON or a value of the
   wrong type never raises; the value becomes null and the problem is appended to the run's error
   list, which `collect` writes out as `read_errors`. Nothing read is dropped silently.
-- Tool uses and CallMLLM calls, and the link between them, come from `call_records`.
+- Tool uses and CallMLLM calls, and the link between them, come from `calls`.
+- The rows are the typed rows of `columns`. Columns read generically by their declared source
+  (``file:path``) are filled by name; `typed_value` gives each the type its field declares.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from veriharness._util.run_files import load_json, read_jsonl, typed_value
 from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
-from veriharness.collect.columns import AGENT_REQUEST_SUMS, AGENT_REQUESTS, RUNS
+from veriharness.collect.columns import (
+    AGENT_REQUEST_SUMS,
+    AGENT_REQUESTS,
+    RUNS,
+    AgentRequestRow,
+    AgentToolCallRow,
+    InferredFields,
+    InferredTagRow,
+    MllmCallRow,
+    RequestFields,
+    RunFields,
+    RunKeys,
+    RunRow,
+)
 
-__all__ = ["RunKey", "RunExtract", "extract_run"]
+__all__ = ["RunKey", "RunExtract", "FamilyValue", "run_keys", "run_record_path", "extract_run"]
 
 
 class RunKey(NamedTuple):
@@ -30,15 +46,33 @@ class RunKey(NamedTuple):
     replicate: int
 
 
-class RunExtract(NamedTuple):
-    run: dict[str, Any]
-    tool_calls: list[dict[str, Any]]
-    mllm_calls: list[dict[str, Any]]
-    agent_requests: list[dict[str, Any]]
-    inferred: list[dict[str, Any]] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+# A value of a runs column family (tool_calls_<tool>, metric_<name>, audit_<flag>).
+FamilyValue = int | float | bool | None
 
 
-def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
+@dataclass
+class RunExtract:
+    """One run folder read once: its `runs` row and the rows of its per-run tables."""
+
+    run: RunRow
+    tool_calls: list[AgentToolCallRow] = field(default_factory=list)
+    mllm_calls: list[MllmCallRow] = field(default_factory=list)
+    agent_requests: list[AgentRequestRow] = field(default_factory=list)
+    inferred: list[InferredTagRow] = field(default_factory=list)
+    # The runs row's family columns, named by the data (`columns.RUNS_FAMILIES`).
+    families: dict[str, FamilyValue] = field(default_factory=dict)
+
+
+def run_keys(experiment: str, key: RunKey) -> RunKeys:
+    return {
+        "experiment": experiment,
+        "condition": key.condition,
+        "task": key.task,
+        "replicate": key.replicate,
+    }
+
+
+def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
     """One row per call annotation of `inferred_tags.json` (absent before annotation ran)."""
     path = run_dir / "inferred_tags.json"
     if not path.is_file():
@@ -47,14 +81,14 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
     raw_annotator, raw_calls = record.get("annotator"), record.get("calls")
     annotator: dict[str, Any] = raw_annotator if isinstance(raw_annotator, dict) else {}
     calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
-    shared = {
+    shared: InferredFields = {
         "annotator_kind": annotator.get("kind"),
         "annotator": annotator.get("id"),
         "annotator_version": annotator.get("version"),
         "annotator_prompt_sha256": annotator.get("prompt_sha256"),
         "annotator_profile": annotator.get("profile"),
     }
-    rows = []
+    rows: list[InferredFields] = []
     for call in calls:
         if not isinstance(call, dict):
             errors.append("inferred_tags.json: a call is not an object")
@@ -77,32 +111,49 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]]:
 _REQUESTS_FILE = "agent_requests.jsonl"
 
 
-def _request_rows(run_dir: Path, errors: list[str]) -> list[dict[str, Any]] | None:
+def _request_rows(run_dir: Path, errors: list[str]) -> list[RequestFields] | None:
     """The agent_requests rows of one run (without the run keys); None when it has no file."""
     if not (run_dir / _REQUESTS_FILE).exists():
         return None
     records = read_jsonl(run_dir / _REQUESTS_FILE, _REQUESTS_FILE, errors) or []
-    rows = []
+    rows: list[RequestFields] = []
     for seq, record in enumerate(records):
-        row: dict[str, Any] = {"seq": seq}
+        values: dict[str, object] = {"seq": seq}
         for col in AGENT_REQUESTS:
-            file, _, field = col.source.partition(":")
+            file, _, name = col.source.partition(":")
             if file == "agent_requests":
-                where = f"{_REQUESTS_FILE} line {seq + 1} {field}"
-                row[col.name] = typed_value(record.get(field), col.dtype, where, errors)
-        rows.append(row)
+                where = f"{_REQUESTS_FILE} line {seq + 1} {name}"
+                values[col.name] = typed_value(record.get(name), col.dtype, where, errors)
+        rows.append(cast(RequestFields, values))
     return rows
 
 
-def _request_sums(row: dict[str, Any], requests: list[dict[str, Any]]) -> None:
-    row["agent_requests"] = len(requests)
-    row["agent_request_errors"] = sum(1 for r in requests if r.get("error"))
-    row["agent_request_seconds"] = round(sum(r.get("total_ms") or 0.0 for r in requests) / 1000, 3)
-    for total, field in AGENT_REQUEST_SUMS.items():
-        row[total] = sum(r.get(field) or 0 for r in requests)
+def _request_sums(requests: list[RequestFields]) -> dict[str, object]:
+    """The runs columns summed from the run's agent requests."""
+    sums: dict[str, object] = {
+        "agent_requests": len(requests),
+        "agent_request_errors": sum(1 for r in requests if r.get("error")),
+        "agent_request_seconds": round(sum(r.get("total_ms") or 0.0 for r in requests) / 1000, 3),
+    }
+    for total, name in AGENT_REQUEST_SUMS.items():
+        sums[total] = sum(_column(r, name) or 0 for r in requests)
+    return sums
 
 
-def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) -> None:
+def _column(row: RequestFields, name: str) -> int | None:
+    """A count column of a request row named by a declaration (`AGENT_REQUEST_SUMS`)."""
+    value = cast(dict[str, object], row).get(name)
+    return value if isinstance(value, int) else None
+
+
+def _set_columns(row: RunRow, values: dict[str, object]) -> None:
+    """Columns filled by their declared name; `typed_value` gave each its declared type."""
+    cast(dict[str, object], row).update(values)
+
+
+def _file_columns(docs: dict[str, Any], errors: list[str]) -> dict[str, object]:
+    """The runs columns whose source is a file of the run folder (``file:dotted.path``)."""
+    values: dict[str, object] = {}
     for col in RUNS:
         file, _, path = col.source.partition(":")
         if file == "derived" or docs.get(file) is None:
@@ -110,7 +161,8 @@ def _file_columns(row: dict[str, Any], docs: dict[str, Any], errors: list[str]) 
         value: Any = docs[file]
         for part in path.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        row[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
+        values[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
+    return values
 
 
 # outcome.json of an answer no session wrote (`veriharness.external`).
@@ -162,7 +214,12 @@ def _scoring_status(docs: dict[str, Any]) -> tuple[str, str]:
 
 
 def _flat_family(
-    row: dict[str, Any], prefix: str, mapping: Any, dtype: str, where: str, errors: list[str]
+    families: dict[str, FamilyValue],
+    prefix: str,
+    mapping: Any,
+    dtype: Literal["Float64", "boolean"],
+    where: str,
+    errors: list[str],
 ) -> None:
     if mapping is None:
         return
@@ -170,17 +227,26 @@ def _flat_family(
         errors.append(f"{where}: expected an object, got {type(mapping).__name__}")
         return
     for name, value in mapping.items():
-        row[prefix + str(name)] = typed_value(value, dtype, f"{where}.{name}", errors)
+        # A Float64 or boolean value, or None: what `dtype` allows.
+        families[prefix + str(name)] = cast(
+            FamilyValue, typed_value(value, dtype, f"{where}.{name}", errors)
+        )
+
+
+def run_record_path(experiment: str, key: RunKey) -> str:
+    """The `run_record` column: run.json's path relative to results/."""
+    return f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
 
 
 def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     """Read one run folder; never raises for bad content, it lands in `read_errors` instead."""
     run_dir = exp_dir / key.condition / key.task / f"r{key.replicate}"
-    row: dict[str, Any] = {"experiment": experiment, **key._asdict(), "superseded": False}
-    row["run_record"] = f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
+    keys = run_keys(experiment, key)
+    first: RunFields = {"superseded": False, "run_record": run_record_path(experiment, key)}
+    row: RunRow = {**keys, **first}
     if not os.path.isdir(run_dir):
-        row.update(status="missing", reason="run folder is absent", read_errors="")
-        return RunExtract(row, [], [], [])
+        row["status"], row["reason"], row["read_errors"] = "missing", "run folder is absent", ""
+        return RunExtract(row)
     errors: list[str] = []
     outcome = load_json(run_dir / "outcome.json", "outcome.json", errors)
     # An external answer has no run record, transcript or trace: their absence is no error.
@@ -192,18 +258,21 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     }
     docs["outcome.json"] = outcome
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
-    _file_columns(row, docs, errors)
+    _set_columns(row, _file_columns(docs, errors))
     row["status"], row["reason"] = _status(run_dir, docs, outcome_error)
     row["answer_source"] = "external" if external else "session"
     record = docs.get("run.json") or {}
-    for field in ("experiment", "condition", "task"):
-        if field in record and record[field] != row[field]:
+    for name in ("experiment", "condition", "task"):
+        if name in record and record[name] != keys[name]:
             errors.append(
-                f"run.json {field} {record[field]!r} differs from the folder {row[field]!r}"
+                f"run.json {name} {record[name]!r} differs from the folder {keys[name]!r}"
             )
     metrics, audit = docs["metrics.json"] or {}, docs["audit.json"] or {}
-    _flat_family(row, "metric_", metrics.get("metrics"), "Float64", "metrics.json metrics", errors)
-    _flat_family(row, "audit_", audit.get("flags"), "boolean", "audit.json flags", errors)
+    families: dict[str, FamilyValue] = {}
+    _flat_family(
+        families, "metric_", metrics.get("metrics"), "Float64", "metrics.json metrics", errors
+    )
+    _flat_family(families, "audit_", audit.get("flags"), "boolean", "audit.json flags", errors)
 
     if external:
         tools, calls = None, None
@@ -211,11 +280,10 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
         tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
         calls = linked_call_rows(run_dir, uses, errors)
-    keys = {"experiment": experiment, **key._asdict()}
     if tools is not None:
         row["agent_tool_calls"] = len(tools)
-        for name, count in Counter(t["tool"] for t in tools).items():
-            row[f"tool_calls_{name}"] = count
+        for tool, count in Counter(t["tool"] for t in tools).items():
+            families[f"tool_calls_{tool}"] = count
     if calls is not None:
         outcomes = Counter(c["outcome"] for c in calls)
         row["mllm_calls"] = len(calls)
@@ -224,7 +292,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     inferred = [] if external else _inferred_rows(run_dir, errors)
     requests = None if external else _request_rows(run_dir, errors)
     if requests is not None:
-        _request_sums(row, requests)
+        _set_columns(row, _request_sums(requests))
     row["read_errors"] = "; ".join(errors)
     return RunExtract(
         row,
@@ -232,4 +300,5 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         [{**keys, **c} for c in calls or ()],
         [{**keys, **r} for r in requests or ()],
         [{**keys, **i} for i in inferred],
+        families,
     )

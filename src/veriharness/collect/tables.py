@@ -2,9 +2,9 @@
 
 Design notes:
 
-- `experiment_runs` finds the runs and reads each folder once; this module assembles the tables
+- `matrix` finds the runs and reads each folder once; this module assembles the tables
   from that pass and writes them.
-- Columns are declared in `table_columns`; a ``file:path`` column is read generically, and a value
+- Columns are declared in `columns`; a ``file:path`` column is read generically, and a value
   of the wrong type becomes null *and* is named in the run's `read_errors`.
 - ``--summary`` writes the runs rows of one slice of the matrix: one condition (``--condition``,
   what the per-condition Snakemake rule asks for) or one task across all conditions (``--task``).
@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -78,7 +78,7 @@ def _cast(series: pd.Series, dtype: str) -> pd.Series:
 
 
 def _frame(
-    rows: list[dict[str, Any]], columns: tuple[Column, ...], extra: Sequence[str] = ()
+    rows: Sequence[Mapping[str, object]], columns: tuple[Column, ...], extra: Sequence[str] = ()
 ) -> pd.DataFrame:
     names = [c.name for c in columns] + list(extra)
     df = pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
@@ -88,7 +88,7 @@ def _frame(
 
 
 def runs_df(extraction: Extraction) -> pd.DataFrame:
-    rows = [ex.run for ex in extraction.extracts]
+    rows: list[dict[str, object]] = [{**ex.run, **ex.families} for ex in extraction.extracts]
     declared = {c.name for c in RUNS}
     extra = sorted({k for r in rows for k in r} - declared)
     df = _frame(rows, RUNS, extra)

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from veriharness._util.superseded import SUPERSEDED, move_to_superseded
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
+    ExecutionRecord,
     ExperimentConfig,
     is_placeholder_model,
     load_condition,
@@ -59,6 +61,9 @@ from veriharness.experiment.record import (
     EXPERIMENT_RECORD,
     TOOL_SCHEMA_VERSION,
     ExperimentRecord,
+    MatrixRecord,
+    ModelsChecked,
+    ModelsNotChecked,
     RecordError,
     experiment_identity_hash,
     identity_hash,
@@ -347,7 +352,7 @@ def _env_key(name: str, what: str) -> str:
     return value
 
 
-def check_models(defn: Definition) -> dict[str, Any]:
+def check_models(defn: Definition) -> ModelsChecked:
     """Look every model name up; return what each resolved to (no URL, no key)."""
     agent = defn.config.agent
     what = f"agent model {agent.model!r} (endpoint {agent.endpoint})"
@@ -394,17 +399,19 @@ def check_models(defn: Definition) -> dict[str, Any]:
             headers = {"Authorization": f"Bearer {key}"} if key else {}
             _lookup(f"{base}/models/{settings.model}", headers, what)
         profiles[profile.name] = "found"
-    return {"checked": True, "agent_model": resolved_agent, "profiles": profiles}
+    return ModelsChecked(agent_model=resolved_agent, profiles=profiles)
 
 
-def resolved_models(model_check: dict[str, Any]) -> dict[str, str | None]:
+def resolved_models(model_check: Mapping[str, object]) -> dict[str, str | None]:
     """What the agent's model name resolved to at the model check; None when the check was
     skipped or the provider did not say (never the requested name passed off as resolved)."""
     resolved = model_check.get("agent_model") if model_check.get("checked") else None
     return {"agent": resolved if isinstance(resolved, str) else None}
 
 
-def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> ExperimentRecord:
+def build_experiment_record(
+    defn: Definition, model_check: ModelsChecked | ModelsNotChecked
+) -> ExperimentRecord:
     shared = shared_identity(defn)
     cells: dict[str, dict[str, str]] = {}
     tasks: dict[str, dict[str, Any]] = {}
@@ -418,7 +425,8 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
     for c in defn.config.conditions:
         ident = condition_identity(defn, c)
         conditions[c] = ident | {"sha256": identity_hash(ident)}
-    provenance = collect_provenance(defn.git, defn.uncommitted, resolved_models(model_check))
+    models = resolved_models(model_check.model_dump())
+    provenance = collect_provenance(defn.git, defn.uncommitted, models)
     config = defn.config.resolved()
     return ExperimentRecord(
         experiment=defn.config.experiment,
@@ -430,28 +438,29 @@ def build_experiment_record(defn: Definition, model_check: dict[str, Any]) -> Ex
         tasks=tasks,
         shared=shared,
         cells=cells,
-        matrix={
-            "conditions": list(defn.config.conditions),
-            "tasks": list(defn.selected_task_ids),
-            "replicates": defn.config.replicates,
+        matrix=MatrixRecord(
+            conditions=list(defn.config.conditions),
+            tasks=list(defn.selected_task_ids),
+            replicates=defn.config.replicates,
             # Answers no session wrote: one run (replicate 1) per task and set.
-            "external": [a.condition for a in defn.config.external_answers],
-        },
+            external=[a.condition for a in defn.config.external_answers],
+        ),
         model_check=model_check,
-        provenance=provenance.model_dump(mode="json"),
+        provenance=provenance,
         execution=execution_record(defn.config, defn.config_file),
         offline=defn.offline,
     )
 
 
-def execution_record(config: ExperimentConfig, config_file: Path | None = None) -> dict[str, Any]:
+def execution_record(config: ExperimentConfig, config_file: Path | None = None) -> ExecutionRecord:
     """Execution settings, the start checks' switches, and the scheduler's cores and resource
     caps when Snakemake ran it: recorded, never hashed."""
-    return config.execution.model_dump(mode="json") | {
-        "allow_uncommitted": config.allow_uncommitted,
-        "check_models": config.check_models,
-        "scheduler": config_wrapper(config_file).get("scheduler"),
-    }
+    return ExecutionRecord(
+        **config.execution.model_dump(),
+        allow_uncommitted=config.allow_uncommitted,
+        check_models=config.check_models,
+        scheduler=config_wrapper(config_file).get("scheduler"),
+    )
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -586,7 +595,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config, root = load_from_args(args)
         defn = load_definition(config, root, args.config)
-        model_check = check_models(defn) if config.check_models else {"checked": False}
+        model_check = check_models(defn) if config.check_models else ModelsNotChecked()
         record = build_experiment_record(defn, model_check)
         _guard_paid_runs(defn, record, args.out.parent)
     except (*DEFINITION_ERRORS, PaidRunsWouldBeRedone) as error:

@@ -32,13 +32,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
+from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.spend.prices import PriceSettings
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "EXTERNAL_PREFIX",
     "ExternalAnswers",
     "ExecutionSettings",
+    "ExecutionRecord",
     "ExperimentConfig",
     "Viewport",
     "TaskSpec",
@@ -256,6 +258,18 @@ class ExecutionSettings(_Strict):
     it and run again to go on with exactly the runs left."""
     max_usd_per_run: float | None = Field(default=None, ge=0)
     """Spending cap of one run in USD, checked like max_usd; null for none."""
+
+
+class ExecutionRecord(ExecutionSettings):
+    """`execution` of every record: the execution settings, the start checks' switches, and the
+    scheduler's cores and resource caps when Snakemake ran it. Recorded, never hashed."""
+
+    allow_uncommitted: bool
+    """The experiment was allowed to start with uncommitted inputs."""
+    check_models: bool
+    """Every model name was looked up with its provider before the start."""
+    scheduler: JsonValue = None
+    """Snakemake's cores and resource caps (config.effective.json); null outside Snakemake."""
 
 
 class ExperimentConfig(_Strict):

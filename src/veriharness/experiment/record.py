@@ -22,11 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from veriharness._util.hashing import sha256_file, sha256_json
+from veriharness.experiment.config import ExecutionRecord
+from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD, RUN_RECORD
+from veriharness.experiment.provenance import Provenance
 
 __all__ = [
     "RUN_RECORD",
@@ -37,6 +40,9 @@ __all__ = [
     "FORMAT_VERSION",
     "TOOL_SCHEMA_VERSION",
     "RunRecord",
+    "MatrixRecord",
+    "ModelsChecked",
+    "ModelsNotChecked",
     "ExperimentRecord",
     "task_identity",
     "identity_hash",
@@ -55,11 +61,6 @@ TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
 _HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
 
 
-RUN_RECORD: Final = "run_record"
-EXPERIMENT_RECORD: Final = "experiment_record"
-EFFECTIVE_CONFIG: Final = "effective_config"
-
-
 class RunRecord(BaseModel):
     """``run.json``: one cell of the matrix, one replicate."""
 
@@ -72,8 +73,8 @@ class RunRecord(BaseModel):
     replicate: int
     identity_hash: str
     identity: dict[str, Any]
-    provenance: dict[str, Any]
-    execution: dict[str, Any]
+    provenance: Provenance
+    execution: ExecutionRecord
     offline: bool
 
 
@@ -101,6 +102,33 @@ def read_record(path: Path, *kinds: str) -> dict[str, Any]:
     return data
 
 
+class MatrixRecord(BaseModel):
+    """The runs an experiment expects: every condition x task x replicate, and one run
+    (replicate 1) per task of each external answer set."""
+
+    model_config = ConfigDict(extra="forbid")
+    conditions: list[str]
+    tasks: list[str]
+    replicates: int
+    external: list[str]
+
+
+class ModelsChecked(BaseModel):
+    """What the start check found for each model name (no URL, no key)."""
+
+    model_config = ConfigDict(extra="forbid")
+    checked: Literal[True] = True
+    agent_model: str | None  # None: the provider knows the name but does not say what it is
+    profiles: dict[str, str]
+
+
+class ModelsNotChecked(BaseModel):
+    """The start check was skipped (``check_models: false``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    checked: Literal[False] = False
+
+
 class ExperimentRecord(BaseModel):
     """``experiment.json``: the resolved config and the identity of every cell."""
 
@@ -116,10 +144,10 @@ class ExperimentRecord(BaseModel):
     tasks: dict[str, dict[str, Any]]
     shared: dict[str, Any]
     cells: dict[str, dict[str, str]]
-    matrix: dict[str, Any]
-    model_check: dict[str, Any]
-    provenance: dict[str, Any]
-    execution: dict[str, Any]
+    matrix: MatrixRecord
+    model_check: ModelsChecked | ModelsNotChecked
+    provenance: Provenance
+    execution: ExecutionRecord
     offline: bool
 
 

@@ -82,7 +82,7 @@ def prepare_run(
         replicate=replicate,
         identity_hash=digest,
         identity=identity,
-        provenance=provenance.model_dump(mode="json"),
+        provenance=provenance,
         execution=execution_record(defn.config, defn.config_file),
         offline=defn.offline,
     )
