@@ -105,10 +105,10 @@ def _cpu_of(pid: int) -> float:
 
 
 class _Sampler(threading.Thread):
-    """Peak summed PSS of this process's descendants (the sessions) and the CPU each kind of
-    process used (last value seen per process), sampled every 0.25 s. Processes shorter than
-    that (tesseract readings of the offline stand-in) are mostly missed: the bench reports
-    them as the rest of the measured total."""
+    """Peak summed PSS of this process's descendants (the sessions), sampled every 2 s, and the
+    CPU each kind of process used (last value seen per process), sampled every 0.25 s.
+    Processes shorter than that (tesseract readings of the offline stand-in) are mostly
+    missed: the bench reports them as the rest of the measured total."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -117,9 +117,14 @@ class _Sampler(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        rounds = 0
         while not self.stop.wait(0.25):
             pids = descendants(os.getpid())
-            self.peak = max(self.peak, sum(_pss_mb(p) for p in pids))
+            # Reading PSS walks every page table: about 3 ms per session process, so every 2 s
+            # only (every 0.25 s it cost this process half a core at 32 sessions).
+            if rounds % 8 == 0:
+                self.peak = max(self.peak, sum(_pss_mb(p) for p in pids))
+            rounds += 1
             for pid in pids:
                 kind = self.cpu[pid][0] if pid in self.cpu else _kind(pid)
                 if kind is not None:
@@ -140,11 +145,11 @@ def _answers(run_dir: Path) -> int:
     return sum(1 for r in lines if r.get("method") == "POST" and "/v1/messages" in r["path"])
 
 
-def _cpu_seconds() -> float:
-    """CPU of this process and of every descendant already waited for (the pool's workers,
-    and through them each session's processes)."""
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU of every descendant already waited for (the pool's workers, and through them each
+    session's processes), and of this process itself (the sampler, kept apart)."""
     times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
+    return times.children_user + times.children_system, times.user + times.system
 
 
 def level(sessions: int, concurrency: int, latency: float) -> dict[str, object]:
@@ -157,7 +162,8 @@ def level(sessions: int, concurrency: int, latency: float) -> dict[str, object]:
         with ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
             outcomes = list(pool.map(run_session, plans))
         wall = time.monotonic() - start
-        cpu = _cpu_seconds() - cpu_start
+        (children, own), (children_0, own_0) = _cpu_seconds(), cpu_start
+        cpu, own = children - children_0, own - own_0
         sampler.stop.set()
         sampler.join()
         answers = [_answers(p.run_dir) for p in plans]
@@ -172,6 +178,7 @@ def level(sessions: int, concurrency: int, latency: float) -> dict[str, object]:
         "ratio": round(wall / ideal, 2) if ideal else float("nan"),
         "cpu_s_per_session": round(cpu / sessions, 2),
         "cpu_floor_s": round(cpu / (os.cpu_count() or 1), 1),
+        "cpu_bench_process_s": round(own, 1),
         **{
             f"cpu_{kind.replace(' ', '_')}": round(seconds / sessions, 2)
             for kind, seconds in sorted(sampler.cpu_by_kind().items())
