@@ -43,7 +43,6 @@ from veriharness._util import atomic
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
 from veriharness.offline.sse import approx_tokens, encode_sse
-from veriharness.offline.vision import VisionRequestError, chat_completion
 
 __all__ = [
     "FAULTS_ENV",
@@ -308,6 +307,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, payload, kind)
 
     def _chat(self, body: dict[str, Any]) -> None:
+        # Imported on the first CallMLLM request, not at start: the image analysis needs scipy
+        # (about 0.6 s of CPU to import), which would otherwise delay every session's start.
+        from veriharness.offline.vision import VisionRequestError, chat_completion
+
         if self._fault("chat"):
             return
         try:
