@@ -238,10 +238,11 @@ def main() -> int:
                   f"{ours.peak_mib / shaped.peak_mib:.2f} | load {os.getloadavg()[0]:.1f}",
                   flush=True)  # fmt: skip
         group, one = group_startup(project, replicates, size)
+        jobs = len(GROUPED) * size
         print(f"group start-up: node DAG of a {size}-run group {group.wall_s:.2f} s wall "
-              f"({group.cpu_s:.2f} s CPU); each of its {2 * size} jobs starts snakemake again: "
+              f"({group.cpu_s:.2f} s CPU); each of its {jobs} jobs starts snakemake again: "
               f"{one.wall_s:.2f} s wall ({one.cpu_s:.2f} s CPU); about "
-              f"{group.cpu_s + 2 * size * one.cpu_s:.0f} s CPU of start-up per group job; "
+              f"{group.cpu_s + jobs * one.cpu_s:.0f} s CPU of start-up per group job; "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
