@@ -12,10 +12,10 @@ On a clone of the committed project, with `profiles/slurm` and its groups as the
    the ratios. Target <= 1.3x. Beside them, a skeleton of the workflow's shape (its five cluster
    rule names, annotation after render, no logs, params or input functions) under the same
    SLURM profile: what Snakemake itself spends on this many jobs with these settings.
-3. `group start-up`: what one render/score group job pays before and around its work: the
-   node's `snakemake --target-jobs <the group's jobs>` building its DAG (as a dry run), and one of
-   the group's jobs started on its own (`--target-jobs` of one job), which the plugin does for
-   every job in the group, one after another.
+3. `group start-up`: what one render/score group job pays before its work: the node's
+   `snakemake --target-jobs <the group's jobs> --mode remote` building its DAG (as a dry run).
+   Inside a cluster job the run's rules are local rules (workflow/rules/common.smk), so that
+   process runs every job of the group itself; no job starts Snakemake again.
 
 Partition and account need no real values for a dry run. With SLURM installed but its controller
 unreachable, importing the executor plugin waits about 9 s (`scontrol show config`): the script
@@ -179,8 +179,8 @@ def _group_runs(size: int) -> list[tuple[str, str, int]]:
     return runs[:size]
 
 
-def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sample]:
-    """The node's DAG of one whole group, and one of its jobs started on its own (dry runs)."""
+def group_startup(project: Path, replicates: int, size: int) -> Sample:
+    """The node's DAG of one whole group (a dry run)."""
     runs = _group_runs(size)
     for condition, task, replicate in runs:
         run = project / "results" / "example" / condition / task / f"r{replicate}"
@@ -188,10 +188,8 @@ def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sa
         (run / "outcome.json").write_text("{}\n")
     specs = [f"{rule}:condition={c},task={t},replicate={r}" for c, t, r in runs for rule in GROUPED]
     step = ["--force", "--nolock", "--max-inventory-time", "0", "--cores", "1", "--dry-run",
-            "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
-    group = _measure(_snakemake(project, replicates, *step, *specs), project)
-    one = _measure(_snakemake(project, replicates, *step, specs[0]), project)
-    return group, one
+            "--mode", "remote", "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
+    return _measure(_snakemake(project, replicates, *step, *specs), project)
 
 
 def _slurm_reachable() -> str:
@@ -237,12 +235,9 @@ def main() -> int:
                   f"profile: CPU {ours.cpu_s / shaped.cpu_s:.2f}, memory "
                   f"{ours.peak_mib / shaped.peak_mib:.2f} | load {os.getloadavg()[0]:.1f}",
                   flush=True)  # fmt: skip
-        group, one = group_startup(project, replicates, size)
-        jobs = len(GROUPED) * size
-        print(f"group start-up: node DAG of a {size}-run group {group.wall_s:.2f} s wall "
-              f"({group.cpu_s:.2f} s CPU); each of its {jobs} jobs starts snakemake again: "
-              f"{one.wall_s:.2f} s wall ({one.cpu_s:.2f} s CPU); about "
-              f"{group.cpu_s + jobs * one.cpu_s:.0f} s CPU of start-up per group job; "
+        group = group_startup(project, replicates, size)
+        print(f"group start-up: node DAG of a {size}-run group ({len(GROUPED) * size} jobs) "
+              f"{group.wall_s:.2f} s wall, {group.cpu_s:.2f} s CPU, {group.peak_mib:.0f} MiB; "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -9,7 +9,7 @@ its own results directory outside the copy:
   score jobs of all four runs in one group job that starts one Chromium;
 - `ungrouped`: the same profile without its `groups` entries: one `sbatch` job per rule and run;
 - `agents`: the profile with sessions grouped two to a cluster job on two CPUs, as its comments
-  say to set it up (`run_agent: agents`, `agents: 2`, `cores: 2`, `_nodes: 0` and `mpi: 0`);
+  say to set it up (`run_agent: agents`, `agents: 2`, `cores: 2`, `_nodes: 0`);
 - `local`: `--cores 2`.
 
 Only execution settings differ, so all four must give the same run folders, the same identity
@@ -120,7 +120,7 @@ def _agents_profile(project: Path) -> Path:
     settings["groups"]["run_agent"] = "agents"
     settings["group-components"]["agents"] = SESSIONS_PER_JOB
     settings["cores"] = SESSIONS_PER_JOB
-    settings["set-resources"]["run_agent"].update({"_nodes": 0, "mpi": 0})
+    settings["set-resources"]["run_agent"]["_nodes"] = 0
     folder = project.parent / "profile-agents"
     folder.mkdir(exist_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(settings))
