@@ -8,12 +8,14 @@ On a clone of the committed project, with `profiles/slurm` and its groups as the
    ungrouped job of a rule that is not a `localrule` is one cluster job, each group job one more.
    Target <= 22,000 at 20,000 runs (one per session plus the render/score group jobs).
 2. `planning`: the submitting process's dry run (`--quiet`, as bench/dag.py times it) against
-   bench/dag.py's bare skeleton at the same number of runs: wall seconds, peak memory, the ratio.
-   Target <= 1.3x.
-3. `group start-up`: what one render/score group job pays before and around its work: the
-   node's `snakemake --target-jobs <the group's jobs>` building its DAG (as a dry run), and one of
-   the group's jobs started on its own (`--target-jobs` of one job), which the plugin does for
-   every job in the group, one after another.
+   bench/dag.py's bare skeleton at the same number of runs: CPU and wall seconds, peak memory,
+   the ratios. Target <= 1.3x. Beside them, a skeleton of the workflow's shape (its five cluster
+   rule names, annotation after render, no logs, params or input functions) under the same
+   SLURM profile: what Snakemake itself spends on this many jobs with these settings.
+3. `group start-up`: what one render/score group job pays before its work: the node's
+   `snakemake --target-jobs <the group's jobs> --mode remote` building its DAG (as a dry run).
+   Inside a cluster job the run's rules are local rules (workflow/rules/common.smk), so that
+   process runs every job of the group itself; no job starts Snakemake again.
 
 Partition and account need no real values for a dry run. With SLURM installed but its controller
 unreachable, importing the executor plugin waits about 9 s (`scontrol show config`): the script
@@ -40,8 +42,59 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dag import _PEAK, CONDITIONS, SKELETON, TASKS, _project_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER_RULES = {"run_agent", "render_answer", "score_answer"}
-GROUPED = ("render_answer", "score_answer")
+CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
+GROUPED = ("render_answer", "score_answer", "annotate_calls")
+# bench/dag.py's skeleton with the workflow's rule names (so profiles/slurm applies to it as it
+# is) and its shape per run: annotation beside render and score, ordered after render.
+SHAPED_SKELETON = """
+TASKS = {tasks!r}
+CONDITIONS = {conditions!r}
+REPS = list(range(1, {replicates} + 1))
+RUN = "results/x/{{condition}}/{{task}}/r{{replicate}}"
+
+wildcard_constraints:
+    condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    task="[A-Za-z0-9][A-Za-z0-9_.-]*",
+    replicate=r"\\d+",
+
+def runs(name):
+    return expand(RUN + "/" + name, condition=CONDITIONS, task=TASKS, replicate=REPS)
+
+localrules: all, report, prepare_run
+
+rule all:
+    input: "results/x/report.txt"
+
+rule report:
+    input: runs("metrics.json"), runs("inferred_tags.json")
+    output: "results/x/report.txt"
+    shell: "touch {{output}}"
+
+rule prepare_run:
+    input: "tasks/{{task}}/task.yaml"
+    output: RUN + "/run.json"
+    shell: "touch {{output}}"
+
+rule run_agent:
+    input: RUN + "/run.json"
+    output: RUN + "/outcome.json"
+    shell: "touch {{output}}"
+
+rule render_answer:
+    input: RUN + "/outcome.json"
+    output: RUN + "/render.json"
+    shell: "touch {{output}}"
+
+rule score_answer:
+    input: RUN + "/render.json"
+    output: RUN + "/metrics.json"
+    shell: "touch {{output}}"
+
+rule annotate_calls:
+    input: RUN + "/outcome.json", ancient(RUN + "/render.json")
+    output: RUN + "/inferred_tags.json"
+    shell: "touch {{output}}"
+"""
 ENV = {"VERIHARNESS_SLURM_PARTITION": "bench", "VERIHARNESS_SLURM_ACCOUNT": "bench"}
 
 
@@ -100,19 +153,25 @@ def count_cluster_jobs(project: Path, replicates: int) -> dict[str, int]:
     return counts
 
 
-def planning(project: Path, tmp: Path, replicates: int) -> tuple[Sample, Sample]:
-    """The skeleton's and the workflow's `snakemake -n --quiet all` (bench/dag.py's command)."""
-    skeleton = tmp / "skeleton"
+def _skeleton(folder: Path, text: str, replicates: int) -> Path:
     for task in TASKS:
-        (skeleton / "tasks" / task).mkdir(parents=True)
-        (skeleton / "tasks" / task / "task.yaml").write_text("id: x\n")
-    (skeleton / "Snakefile").write_text(
-        SKELETON.format(tasks=TASKS, conditions=CONDITIONS, replicates=replicates)
+        (folder / "tasks" / task).mkdir(parents=True)
+        (folder / "tasks" / task / "task.yaml").write_text("id: x\n")
+    (folder / "Snakefile").write_text(
+        text.format(tasks=TASKS, conditions=CONDITIONS, replicates=replicates)
     )
-    dry = [sys.executable, "-m", "snakemake", "-n", "--quiet", "all", "--cores", "4"]
-    bare = _measure(dry, skeleton)
+    return folder
+
+
+def planning(project: Path, tmp: Path, replicates: int) -> tuple[Sample, Sample, Sample]:
+    """`snakemake -n --quiet all` (bench/dag.py's command) of the bare skeleton, of the skeleton
+    shaped like the workflow under the SLURM profile, and of the workflow under it."""
+    dry = [sys.executable, "-m", "snakemake", "-n", "--quiet", "all"]
+    bare = _measure([*dry, "--cores", "4"], _skeleton(tmp / "skeleton", SKELETON, replicates))
+    shaped = _skeleton(tmp / "shaped", SHAPED_SKELETON, replicates)
+    profiled = _measure([*dry, "--profile", str(project / "profiles" / "slurm")], shaped)
     ours = _measure(_snakemake(project, replicates, "-n", "--quiet", "all"), project)
-    return bare, ours
+    return bare, profiled, ours
 
 
 def _group_runs(size: int) -> list[tuple[str, str, int]]:
@@ -120,8 +179,8 @@ def _group_runs(size: int) -> list[tuple[str, str, int]]:
     return runs[:size]
 
 
-def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sample]:
-    """The node's DAG of one whole group, and one of its jobs started on its own (dry runs)."""
+def group_startup(project: Path, replicates: int, size: int) -> Sample:
+    """The node's DAG of one whole group (a dry run)."""
     runs = _group_runs(size)
     for condition, task, replicate in runs:
         run = project / "results" / "example" / condition / task / f"r{replicate}"
@@ -129,10 +188,8 @@ def group_startup(project: Path, replicates: int, size: int) -> tuple[Sample, Sa
         (run / "outcome.json").write_text("{}\n")
     specs = [f"{rule}:condition={c},task={t},replicate={r}" for c, t, r in runs for rule in GROUPED]
     step = ["--force", "--nolock", "--max-inventory-time", "0", "--cores", "1", "--dry-run",
-            "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
-    group = _measure(_snakemake(project, replicates, *step, *specs), project)
-    one = _measure(_snakemake(project, replicates, *step, specs[0]), project)
-    return group, one
+            "--mode", "remote", "--allowed-rules", *GROUPED, "--target-jobs"]  # fmt: skip
+    return _measure(_snakemake(project, replicates, *step, *specs), project)
 
 
 def _slurm_reachable() -> str:
@@ -167,17 +224,20 @@ def main() -> int:
             print(f"cluster jobs: {total:,} ({', '.join(f'{k} {v:,}' for k, v in counts.items())})"
                   f"; listing took {time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
         if not args.skip_plan:
-            bare, ours = planning(project, tmp, replicates)
+            bare, shaped, ours = planning(project, tmp, replicates)
             print(f"planning: skeleton {bare.wall_s:.1f} s wall, {bare.cpu_s:.1f} s CPU, "
-                  f"{bare.peak_mib:.0f} MiB | veriharness + profile {ours.wall_s:.1f} s wall, "
-                  f"{ours.cpu_s:.1f} s CPU, {ours.peak_mib:.0f} MiB | ratio wall "
+                  f"{bare.peak_mib:.0f} MiB | shaped skeleton + profile {shaped.wall_s:.1f} s "
+                  f"wall, {shaped.cpu_s:.1f} s CPU, {shaped.peak_mib:.0f} MiB | veriharness + "
+                  f"profile {ours.wall_s:.1f} s wall, {ours.cpu_s:.1f} s CPU, "
+                  f"{ours.peak_mib:.0f} MiB | veriharness / skeleton: wall "
                   f"{ours.wall_s / bare.wall_s:.2f}, CPU {ours.cpu_s / bare.cpu_s:.2f}, memory "
-                  f"{ours.peak_mib / bare.peak_mib:.2f}", flush=True)  # fmt: skip
-        group, one = group_startup(project, replicates, size)
-        print(f"group start-up: node DAG of a {size}-run group {group.wall_s:.2f} s wall "
-              f"({group.cpu_s:.2f} s CPU); each of its {2 * size} jobs starts snakemake again: "
-              f"{one.wall_s:.2f} s wall ({one.cpu_s:.2f} s CPU); about "
-              f"{group.cpu_s + 2 * size * one.cpu_s:.0f} s CPU of start-up per group job; "
+                  f"{ours.peak_mib / bare.peak_mib:.2f} | veriharness / shaped skeleton + "
+                  f"profile: CPU {ours.cpu_s / shaped.cpu_s:.2f}, memory "
+                  f"{ours.peak_mib / shaped.peak_mib:.2f} | load {os.getloadavg()[0]:.1f}",
+                  flush=True)  # fmt: skip
+        group = group_startup(project, replicates, size)
+        print(f"group start-up: node DAG of a {size}-run group ({len(GROUPED) * size} jobs) "
+              f"{group.wall_s:.2f} s wall, {group.cpu_s:.2f} s CPU, {group.peak_mib:.0f} MiB; "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -99,9 +99,10 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 ReturnToService=2
-# Finished jobs stay visible to squeue for 10 minutes: Snakemake's executor reads job states
-# with squeue (there is no accounting database for sacct).
-MinJobAge=600
+# Finished jobs stay visible to squeue and scontrol for an hour: Snakemake's executor reads job
+# states with squeue (there is no accounting database for sacct), and the test reads every job's
+# record once all its runs have ended, tens of minutes later on a loaded machine.
+MinJobAge=3600
 StateSaveLocation=$state_dir/state
 SlurmdSpoolDir=$state_dir/spool
 SlurmctldPidFile=$state_dir/run/slurmctld.pid

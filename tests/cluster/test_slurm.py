@@ -8,9 +8,11 @@ its own results directory outside the copy:
 - `grouped`: `--profile profiles/slurm` as it is: one `sbatch` job per session, the render and
   score jobs of all four runs in one group job that starts one Chromium;
 - `ungrouped`: the same profile without its `groups` entries: one `sbatch` job per rule and run;
+- `agents`: the profile with sessions grouped two to a cluster job on two CPUs, as its comments
+  say to set it up (`run_agent: agents`, `agents: 2`, `cores: 2`, `_nodes: 0`);
 - `local`: `--cores 2`.
 
-Only execution settings differ, so all three must give the same run folders, the same identity
+Only execution settings differ, so all four must give the same run folders, the same identity
 hashes and the same table rows.
 
 The one change to the profile's behaviour: the first status check comes after 2 s instead of 40 s,
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,7 +49,9 @@ EXPERIMENT = "example"
 # The rules that run as cluster jobs; the rest are `localrules` of the workflow.
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
 GROUPED_RULES = {"render_answer", "score_answer", "annotate_calls"}
-MODES = ("grouped", "ungrouped", "local")
+MODES = ("grouped", "ungrouped", "agents", "local")
+CLUSTER_MODES = ["grouped", "ungrouped", "agents"]
+SESSIONS_PER_JOB = 2
 # What a finished run folder must hold, whatever else it holds.
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
             "audit.json", "metrics.json"]  # fmt: skip
@@ -107,6 +113,20 @@ def _ungrouped_profile(project: Path) -> Path:
     return folder
 
 
+def _agents_profile(project: Path) -> Path:
+    """profiles/slurm with sessions grouped SESSIONS_PER_JOB to a cluster job, set up as its
+    comments describe."""
+    settings = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    settings["groups"]["run_agent"] = "agents"
+    settings["group-components"]["agents"] = SESSIONS_PER_JOB
+    settings["cores"] = SESSIONS_PER_JOB
+    settings["set-resources"]["run_agent"]["_nodes"] = 0
+    folder = project.parent / "profile-agents"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(settings))
+    return folder
+
+
 def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
     env = {
         **os.environ,
@@ -133,9 +153,10 @@ def runs(slurm: Path, project: Path) -> dict[str, Finished]:
     arguments = {
         "grouped": ["--profile", str(PROFILE), *FAST_STATUS],
         "ungrouped": ["--profile", str(_ungrouped_profile(project)), *FAST_STATUS],
+        "agents": ["--profile", str(_agents_profile(project)), *FAST_STATUS],
         "local": ["--cores", "2"],
     }
-    for mode in ("grouped", "ungrouped"):
+    for mode in CLUSTER_MODES:
         arguments[mode] += ["--slurm-logdir", str(project / ".snakemake" / f"slurm-{mode}")]
     processes = {mode: _start(project, mode, arguments[mode]) for mode in MODES}
     try:
@@ -236,6 +257,58 @@ def test_grouped_render_and_score_ran_in_one_cluster_job(
     assert submitted == len(TASKS) * len(CONDITIONS) + 1, runs["grouped"].output
 
 
+def _session_span(run: Path) -> tuple[datetime, datetime]:
+    """When a session started and finished, from its outcome record."""
+    outcome = json.loads((run / "outcome.json").read_text())
+    return datetime.fromisoformat(outcome["started_at"]), datetime.fromisoformat(
+        outcome["finished_at"]
+    )
+
+
+def _group_runs(log: Path) -> list[tuple[str, str]]:
+    """The (condition, task) of each job a group job ran, from the group's SLURM log."""
+    found = re.findall(r"wildcards: condition=([^,\s]+), task=([^,\s]+)", log.read_text())
+    return sorted(set(found))
+
+
+def test_grouped_sessions_ran_side_by_side_in_one_cluster_job(
+    runs: dict[str, Finished], project: Path
+) -> None:
+    profile = yaml.safe_load((_agents_profile(project) / "config.yaml").read_text())
+    by_rule = _jobs_by_rule(project, "agents")
+    agents = by_rule.pop("group_agents_run_agent")
+    sessions = len(TASKS) * len(CONDITIONS)
+    assert len(agents) == sessions // SESSIONS_PER_JOB, agents
+    wanted = _wanted(profile, "run_agent")
+    for job in agents:
+        # Side by side: the CPUs and memory of SESSIONS_PER_JOB sessions, the time of one.
+        _check_resources(job, "agents", SESSIONS_PER_JOB, SESSIONS_PER_JOB * wanted["mem_mb"],
+                         int(wanted["runtime"]))  # fmt: skip
+    # Render, score and annotation keep their one-CPU group whatever `cores` is.
+    [render_group] = by_rule.values()
+    minutes = sum(int(_wanted(profile, r)["runtime"]) for r in GROUPED_RULES) * sessions
+    mem_mb = _wanted(profile, "render_answer")["mem_mb"]
+    _check_resources(render_group[0], "render_score", 1, mem_mb, minutes)
+    # Every session ran in exactly one group job, and those of one job overlap in time.
+    logs = sorted(
+        (project / ".snakemake" / "slurm-agents" / "group_agents_run_agent").glob("**/*.log")
+    )
+    members = [_group_runs(log) for log in logs]
+    assert sorted(key for group in members for key in group) == sorted(
+        (c, t) for c in CONDITIONS for t in TASKS
+    ), members
+    experiment = runs["agents"].experiment
+    for group in members:
+        assert len(group) == SESSIONS_PER_JOB, members
+        first, second = (_session_span(experiment / c / t / "r1") for c, t in group)
+        assert first[0] < second[1] and second[0] < first[1], (
+            "the sessions of one cluster job ran one after another",
+            group,
+            first,
+            second,
+        )
+
+
 def _launch_reported(experiment: Path) -> int:
     """Renders that report a browser launch: each browser reports it with its first page."""
     records = [json.loads(p.read_text()) for p in experiment.glob("*/*/r1/render/render.json")]
@@ -249,7 +322,7 @@ def test_one_browser_per_cluster_job(runs: dict[str, Finished]) -> None:
     assert _launch_reported(runs["local"].experiment) == len(TASKS) * len(CONDITIONS)
 
 
-@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+@pytest.mark.parametrize("mode", CLUSTER_MODES)
 def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished], mode: str) -> None:
     local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs[mode].experiment)
     for key, local_run in local.items():
@@ -264,7 +337,7 @@ def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished], mode: 
             assert (cluster[key] / name).read_bytes() == (local_run / name).read_bytes(), key
 
 
-@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+@pytest.mark.parametrize("mode", CLUSTER_MODES)
 def test_identity_hashes_match(runs: dict[str, Finished], mode: str) -> None:
     local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs[mode].experiment)
     hashes = set()
@@ -289,7 +362,7 @@ def _keys(frame: pd.DataFrame) -> list[tuple[str, ...]]:
     return sorted(tuple(str(v) for v in row) for row in frame[columns].itertuples(index=False))
 
 
-@pytest.mark.parametrize("mode", ["grouped", "ungrouped"])
+@pytest.mark.parametrize("mode", CLUSTER_MODES)
 def test_tables_have_the_same_rows(runs: dict[str, Finished], mode: str) -> None:
     local, cluster = _tables(runs["local"].experiment), _tables(runs[mode].experiment)
     assert "tables/runs.csv" in local

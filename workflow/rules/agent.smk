@@ -16,6 +16,7 @@ rule run_agent:
     benchmark:
         f"{EXP_DIR}/benchmarks/run_agent/{RUN_LOG[:-4]}.tsv"
     retries: config["execution"]["retries"]
+    localrule: IN_CLUSTER_JOB
     resources:
         agent_sessions=1,
         mllm_requests=1,

@@ -8,13 +8,17 @@ ANNOTATOR = annotator_digest(config)
 
 rule annotate_calls:
     # The session's outcome marks its trace complete (the trace itself is not a declared output
-    # of run_agent; annotate reads it).
+    # of run_agent; annotate reads it). The render is there for order only: it ties annotation to
+    # its run's render and score, so the SLURM profile's groups hold whole runs (one connected
+    # piece per run, docs/cluster.md). `ancient`: a newer render never reruns an annotation.
     input:
         f"{RUN}/outcome.json",
+        ancient(f"{RUN}/render/render.json"),
     output:
         f"{RUN}/inferred_tags.json",
     log:
         f"{LOGS}/annotate_calls/{RUN_LOG}",
+    localrule: IN_CLUSTER_JOB
     params:
         annotator=ANNOTATOR,
         run_dir=RUN,

@@ -47,6 +47,11 @@ EXTERNAL_METRICS = expand(
     f"{EXTERNAL_RUN}/metrics.json", external=EXTERNAL_SETS, task=TASKS
 )
 COMPARISON = [f"{EXP_DIR}/comparison.csv"] if COMPARE_PAIRS else []
+# True in the Snakemake that a cluster job starts on its node (`--mode remote`). There the rules
+# of a run are local rules: they run in that process's own job pool, where the jobs of a group job
+# can run side by side, instead of through the SLURM plugin's job-step executor, which starts
+# Snakemake again for every job and waits for each before starting the next (docs/cluster.md).
+IN_CLUSTER_JOB = workflow.remote_exec
 # Verbs run with the Python that runs Snakemake, so an unactivated venv works too.
 VH = f"{sys.executable} -m veriharness"
 # The merged config (configfile + --config) as the verbs read it. Deliberately not a rule input:

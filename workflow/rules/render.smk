@@ -23,6 +23,7 @@ rule render_answer:
     benchmark:
         f"{EXP_DIR}/benchmarks/render_answer/{RUN_LOG[:-4]}.tsv"
     retries: config["execution"]["retries"]
+    localrule: IN_CLUSTER_JOB
     resources:
         mem_mb=1024,
     params:

@@ -14,6 +14,7 @@ rule score_answer:
     benchmark:
         f"{EXP_DIR}/benchmarks/score_answer/{RUN_LOG[:-4]}.tsv"
     retries: config["execution"]["retries"]
+    localrule: IN_CLUSTER_JOB
     params:
         scorer_version=SCORER_VERSION,
         render_dir=f"{RUN}/render",
