@@ -18,6 +18,11 @@ through as it came; a refused or failed connection ends the agent's connection w
 (a connection error, as a direct one would be); a stream cut in the middle cuts the agent's
 stream at the same point. Nothing is retried. Upstream connections are kept alive for reuse, but
 only for a few idle seconds, so a reused connection is never one the upstream has dropped.
+
+A request still open when the proxy closes (the session ended, by its wall clock or a kill, while
+the upstream had not answered or was still answering) is recorded then, with `open_at_end` and
+how long it had waited, and its upstream connection is closed; that record is what tells a hung
+upstream from a slow agent (`outcome.py`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
+from veriharness.agent.request_record import UNANSWERED, AgentRequest, Refusal, RequestFacts
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -199,6 +204,10 @@ class ModelProxy(ThreadingHTTPServer):
         self.admit = admit
         self.on_record = on_record
         self._record_lock = threading.Lock()
+        # Requests being handled, by id of their record, with when they arrived and the
+        # upstream connection once there is one.
+        self._open: dict[int, tuple[dict[str, Any], float]] = {}
+        self._upstream_of: dict[int, http.client.HTTPConnection] = {}
 
     @property
     def base_url(self) -> str:
@@ -217,6 +226,47 @@ class ModelProxy(ThreadingHTTPServer):
             handle.write(entry.model_dump_json() + "\n")
         if self.on_record is not None:
             self.on_record(entry)
+
+    def opened(self, record: dict[str, Any], began: float) -> None:
+        with self._record_lock:
+            self._open[id(record)] = (record, began)
+
+    def upstream_connected(self, record: dict[str, Any], conn: http.client.HTTPConnection) -> None:
+        with self._record_lock:
+            if id(record) in self._open:
+                self._upstream_of[id(record)] = conn
+
+    def settled(self, record: dict[str, Any]) -> bool:
+        """Take a finished request off the open list; False when `close_open` recorded it."""
+        with self._record_lock:
+            self._upstream_of.pop(id(record), None)
+            return self._open.pop(id(record), None) is not None
+
+    def close_open(self) -> None:
+        """Record every request still open and close its upstream connection (the handler,
+        unblocked, then records nothing more)."""
+        with self._record_lock:
+            still_open = list(self._open.items())
+            conns = dict(self._upstream_of)
+            self._open.clear()
+            self._upstream_of.clear()
+        for key, (record, began) in still_open:
+            entry = dict(record)
+            waited = time.perf_counter() - began
+            entry.update(open_at_end=True, total_ms=_ms(began))
+            if entry.get("status") is None:
+                entry["error"] = (
+                    f"{UNANSWERED}: no answer from the model provider after {waited:.1f} s"
+                )
+            else:
+                entry.setdefault("error", f"{UNANSWERED}: the answer was still arriving")
+            self.record(entry)
+            conn = conns.get(key)
+            if conn is not None and conn.sock is not None:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -252,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
             "method": self.command,
             "path": urlsplit(self.path).path,
         }
+        self.server.opened(record, began)
         try:
             body = self._read_body()
             record["request_bytes"] = len(body)
@@ -266,7 +317,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             record["total_ms"] = _ms(began)
-            self.server.record(record)
+            if self.server.settled(record):
+                self.server.record(record)
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -319,6 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
         upstream = self.server.upstream
         try:
             conn = upstream.connection()
+            self.server.upstream_connected(record, conn)
             conn.request(
                 self.command, upstream.prefix + self.path, body, upstream.headers(self.headers)
             )
@@ -461,6 +514,7 @@ def running_proxy(
     try:
         yield proxy.base_url
     finally:
+        proxy.close_open()
         proxy.shutdown()
         proxy.server_close()
         thread.join()
