@@ -23,6 +23,7 @@ import pytest
 from support.hostile import bomb_png
 from support.project_copy import ROOT, copy_project
 from veriharness._util.programs import find_claude
+from veriharness.offline.server import FAULTS_ENV
 from veriharness.score import SCORER_VERSION
 
 TASKS = ["landing-page", "pricing-table"]
@@ -531,6 +532,34 @@ def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) ->
     runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
     runs_table = runs_table[runs_table["answer_source"] == "session"]  # not the reference set
     assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
+    rows = runs_table.set_index("replicate")
+    lost_row, kept_row = rows.loc[int(lost.name[1:])], rows.loc[int(kept.name[1:])]
+    assert (lost_row["attempts"], kept_row["attempts"]) == (2, 1)
+    assert lost_row["attempt_causes"].startswith("attempts/1: lost: no outcome.json")
+    assert pd.isna(kept_row["attempt_causes"])
+
+
+def test_a_retried_infra_error_shows_in_the_runs_table(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's first model request is answered 529 (overloaded); the retry goes through.
+    faults = {"kind": "status", "status": 529, "first": 1}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(faults))
+    extra = (
+        "experiment: retried\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\ncompare: null\n"
+        "execution: {debug: true, infra_retries: 1, api_retries: 0}\n"
+    )
+    result = snakemake(project, "--cores", "2", "all", extra_config=extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = project / "results" / "retried"
+    runs = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
+    [row] = runs.to_dict("records")
+    assert (row["status"], row["attempts"]) == ("ok", 2), row
+    assert row["attempt_causes"].startswith("attempts/1: infra_error: ")
+    assert "HTTP 529" in row["attempt_causes"]
+    kept = experiment / "b3-absent" / "landing-page" / "r1" / "attempts" / "1"
+    assert json.loads((kept / "outcome.json").read_text())["status"] == "infra_error"
 
 
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(

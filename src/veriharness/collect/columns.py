@@ -124,6 +124,20 @@ RUNS: tuple[Column, ...] = RUN_KEYS + (
         "budget when a spending cap kept the session from starting or ended it",
     ),
     Column(
+        "attempts",
+        "Int64",
+        "derived:attempts",
+        "session attempts of the run: each earlier one kept under attempts/<n>/ (an infra_error "
+        "retried, a job lost mid-session) plus the one reported (null: no session ran)",
+    ),
+    Column(
+        "attempt_causes",
+        "string",
+        "derived:attempts",
+        "why each earlier attempt was redone, as 'attempts/<n>: <status or lost>: <cause>', "
+        "'; '-separated, from its attempt.json and outcome.json (empty when none)",
+    ),
+    Column(
         "uncommitted",
         "boolean",
         "run.json:provenance.uncommitted_changes",
