@@ -272,6 +272,7 @@ class ModelProxy(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: ModelProxy
     protocol_version = "HTTP/1.1"
+    _mine: bool | None = None  # the request being handled is this handler's to record
 
     def setup(self) -> None:
         super().setup()
@@ -303,6 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
             "path": urlsplit(self.path).path,
         }
         self.server.opened(record, began)
+        self._mine = None
         try:
             body = self._read_body()
             record["request_bytes"] = len(body)
@@ -317,8 +319,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             record["total_ms"] = _ms(began)
-            if self.server.settled(record):
+            if self._settle(record):
                 self.server.record(record)
+
+    def _settle(self, record: dict[str, Any]) -> bool:
+        """End the request's open state before the agent sees its end, so a proxy closing
+        after that never records it as open; False when the closing proxy recorded it."""
+        if self._mine is None:
+            self._mine = self.server.settled(record)
+        return self._mine
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -353,6 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.admit(facts)
 
     def _refuse(self, refusal: Refusal, record: dict[str, Any]) -> None:
+        self._settle(record)
         payload = json.dumps(
             {"type": "error", "error": {"type": refusal.error_type, "message": refusal.message}}
         ).encode()
@@ -378,6 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as error:
             record["error"] = f"upstream connection failed: {type(error).__name__}: {error}"
+            self._settle(record)
             self._drop_connection()
             return
         record["status"] = response.status
@@ -414,6 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
                     kept += chunk
         except (OSError, http.client.HTTPException) as error:
             failure = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+        self._settle(record)
         if failure is not None:
             record["response_bytes"] = sent
             record["error"] = failure
