@@ -41,3 +41,14 @@ def test_attempts_are_numbered_and_never_overwritten(tmp_path: Path) -> None:
     redone = json.loads((second / "attempt.json").read_text())
     assert (redone["finished"], redone["status"]) == (True, "ok")
     assert (second / "answer" / "answer.html").read_text() == "<p>x</p>"
+
+
+def test_a_session_that_ended_but_lost_its_outcome_is_told_from_one_stopped_mid_way(
+    tmp_path: Path,
+) -> None:
+    _attempt(tmp_path, '{"type": "system"}\n{"type": "result", "subtype": "success"}\n')
+    kept = keep_earlier_attempt(tmp_path)
+    assert kept is not None
+    record = json.loads((kept / "attempt.json").read_text())
+    assert (record["finished"], record["status"]) == (False, None)
+    assert "ran to its end" in record["reason"] and "no outcome.json" in record["reason"]

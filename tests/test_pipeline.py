@@ -23,6 +23,7 @@ import pytest
 from support.hostile import bomb_png
 from support.project_copy import ROOT, copy_project
 from veriharness._util.programs import find_claude
+from veriharness.offline.server import FAULTS_ENV
 from veriharness.score import SCORER_VERSION
 
 TASKS = ["landing-page", "pricing-table"]
@@ -531,6 +532,107 @@ def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) ->
     runs_table = pd.read_csv(experiment / "tables" / "runs.csv")
     runs_table = runs_table[runs_table["answer_source"] == "session"]  # not the reference set
     assert len(runs_table) == 2 and set(runs_table["status"]) == {"ok"}
+    rows = runs_table.set_index("replicate")
+    lost_row, kept_row = rows.loc[int(lost.name[1:])], rows.loc[int(kept.name[1:])]
+    assert (lost_row["attempts"], kept_row["attempts"]) == (2, 1)
+    assert lost_row["attempt_causes"].startswith("attempts/1: lost: no outcome.json")
+    assert pd.isna(kept_row["attempt_causes"])
+
+
+def _run_agent_of(run: Path) -> list[int]:
+    """The live `run-agent` processes of a run folder (what `pgrep -af 'veriharness run-agent'`
+    shows a researcher)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"run-agent" in argv and str(run).encode() in argv:
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> None:
+    """README, "After a crash": Snakemake alone is SIGKILLed mid-session; its session goes on to
+    its end; the restart meets the stale lock; `--unlock`, then the same command finishes. The
+    session Snakemake saw finish is kept; the one it did not is run again, its first attempt
+    kept under attempts/1/."""
+    extra = (
+        "experiment: crashed\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
+    )
+    (project / "config" / "extra.yaml").write_text(extra)
+    experiment = project / "results" / "crashed"
+    runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
+    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
+               "config/test.yaml", "config/extra.yaml"]  # fmt: skip
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            # One job at a time: a session running means the other's job finished before it.
+            done = [r for r in runs if (r / "outcome.json").exists()]
+            busy = [r for r in runs if r not in done and _run_agent_of(r.relative_to(project))]
+            if len(done) == 1 and busy:
+                break
+            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
+            time.sleep(0.1)
+        [kept], [orphaned] = done, busy
+        os.kill(process.pid, signal.SIGKILL)  # Snakemake alone; its running job goes on
+        process.wait(timeout=60)
+        while _run_agent_of(orphaned.relative_to(project)):  # the README: let them end
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert json.loads((orphaned / "outcome.json").read_text())["status"] == "ok"
+    orphan_transcript = (orphaned / "transcript.jsonl").read_bytes()
+    stamp = (kept / "outcome.json").stat().st_mtime_ns
+
+    locked = snakemake(project, "--cores", "1", "all", extra_config=extra)
+    assert locked.returncode != 0 and "LockException" in locked.stdout + locked.stderr
+    unlocked = snakemake(project, "--unlock", "--cores", "1", "all", extra_config=extra)
+    assert unlocked.returncode == 0, unlocked.stderr[-3000:]
+    resumed = snakemake(project, "--cores", "1", "all", extra_config=extra)
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
+    assert not (kept / "attempts").exists()
+    record = json.loads((orphaned / "attempts" / "1" / "attempt.json").read_text())
+    assert record["finished"] is False and "ran to its end" in record["reason"]
+    assert (orphaned / "attempts" / "1" / "transcript.jsonl").read_bytes() == orphan_transcript
+    table = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
+    rows = table.set_index("replicate")
+    assert set(rows["status"]) == {"ok"}
+    assert rows.loc[int(orphaned.name[1:]), "attempts"] == 2
+    assert rows.loc[int(kept.name[1:]), "attempts"] == 1
+
+
+def test_a_retried_infra_error_shows_in_the_runs_table(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's first model request is answered 529 (overloaded); the retry goes through.
+    faults = {"kind": "status", "status": 529, "first": 1}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(faults))
+    extra = (
+        "experiment: retried\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "conditions: [b3-absent]\ncompare: null\n"
+        "execution: {debug: true, infra_retries: 1, api_retries: 0}\n"
+    )
+    result = snakemake(project, "--cores", "2", "all", extra_config=extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = project / "results" / "retried"
+    runs = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
+    [row] = runs.to_dict("records")
+    assert (row["status"], row["attempts"]) == ("ok", 2), row
+    assert row["attempt_causes"].startswith("attempts/1: infra_error: ")
+    assert "HTTP 529" in row["attempt_causes"]
+    kept = experiment / "b3-absent" / "landing-page" / "r1" / "attempts" / "1"
+    assert json.loads((kept / "outcome.json").read_text())["status"] == "infra_error"
 
 
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(

@@ -51,6 +51,8 @@ class Stub(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _StubHandler)
         self.received: list[tuple[str, dict[str, str], bytes]] = []
         self.first_event_read = threading.Event()  # set by a test once it has the first event
+        self.holding = threading.Event()  # a /hang request arrived and is held
+        self.dropped = threading.Event()  # the held request's connection was closed by the client
 
     @property
     def base(self) -> str:
@@ -71,11 +73,25 @@ class _StubHandler(BaseHTTPRequestHandler):
             self._json(500, {"type": "error", "error": {"type": "api_error", "message": "boom"}})
         elif "/status529" in self.path:
             self._json(529, OVERLOADED)
+        elif "/hang" in self.path:
+            self._hold()
         elif "/json" in self.path:
             self._json(200, {"id": "m", "stop_reason": "max_tokens",
                              "usage": {"input_tokens": 3, "output_tokens": 4}})  # fmt: skip
         else:
             self._stream(cut="/cut" in self.path, wait="/wait" in self.path)
+
+    def _hold(self) -> None:
+        """Accept the request and never answer; note when the client closes the connection."""
+        self.server.holding.set()
+        self.close_connection = True
+        self.connection.settimeout(30)
+        try:
+            closed = self.rfile.read(1) == b""
+        except OSError:
+            closed = False
+        if closed:
+            self.server.dropped.set()
 
     def _json(self, status: int, value: Any) -> None:
         payload = json.dumps(value).encode()
@@ -366,3 +382,29 @@ def test_claude_code_gets_a_connection_error_when_the_provider_refuses_through_t
         assert result["result"].startswith("API Error: Connection")
     assert "ECONNREFUSED" in direct["result"] and "ECONNRESET" in proxied["result"]
     assert "upstream connection failed" in (read_requests(tmp_path / "r.jsonl")[-1].error or "")
+
+
+def test_a_request_open_when_the_proxy_closes_is_recorded_and_its_upstream_dropped(
+    stub: Stub, tmp_path: Path
+) -> None:
+    answers: list[object] = []
+
+    def agent(url: str) -> None:
+        try:
+            answers.append(_post(url, "/hang/v1/messages"))
+        except httpx.HTTPError as error:
+            answers.append(error)
+
+    with running_proxy(
+        Upstream(stub.base, REAL_KEY), TOKEN, tmp_path / "agent_requests.jsonl"
+    ) as url:
+        client = threading.Thread(target=agent, args=(url,), daemon=True)
+        client.start()
+        assert stub.holding.wait(10)
+    # The proxy closed: the upstream connection it held is closed, and the agent's too.
+    assert stub.dropped.wait(10)
+    client.join(10)
+    assert len(answers) == 1 and isinstance(answers[0], httpx.HTTPError), answers
+    [record] = _records(tmp_path)
+    assert record.open_at_end and record.status is None
+    assert "no answer from the model provider" in (record.error or "")

@@ -10,7 +10,9 @@ moves them, with every other file of that attempt, into the next free `attempts/
 the same as one that never lost an attempt.
 
 Where this meets the session status `infra_error` (issue 14): a lost attempt never wrote an
-outcome, so it has no status of its own; `attempt.json` marks it `finished: false`.
+outcome, so it has no status of its own; `attempt.json` marks it `finished: false`. Its reason
+tells a session that stopped mid-way from one whose transcript holds its result, which ran to its
+end and lost only its outcome (Snakemake removed it with the job's other declared outputs).
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ LOST = (
     "no outcome.json: the session stopped before recording its outcome (its cluster job was "
     "killed by the scheduler, its node was lost, or the job was interrupted)"
 )
+ENDED_UNRECORDED = (
+    "no outcome.json, but the transcript holds the session's result: the session ran to its end "
+    "and its outcome was removed before the run was run again (Snakemake removes the declared "
+    "outputs of a job it had marked incomplete, as when it was killed while the session went on)"
+)
 REDONE = "outcome.json present: a finished session whose run was run again"
 
 
@@ -69,6 +76,28 @@ def _status(outcome: Path) -> str | None:
     return status if isinstance(status, str) else None
 
 
+def _has_result(transcript: Path) -> bool:
+    """Whether a stream-json transcript holds its session's closing result event."""
+    try:
+        lines = transcript.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "result":
+            return True
+    return False
+
+
+def _reason(run_dir: Path, finished: bool) -> str:
+    if finished:
+        return REDONE
+    return ENDED_UNRECORDED if _has_result(run_dir / "transcript.jsonl") else LOST
+
+
 def keep_earlier_attempt(run_dir: Path) -> Path | None:
     """Move the files of an earlier attempt into attempts/<n>/; the folder, or None if none."""
     present = [name for name in SESSION_FILES if (run_dir / name).exists()]
@@ -84,7 +113,7 @@ def keep_earlier_attempt(run_dir: Path) -> Path | None:
         attempt=number,
         finished=finished,
         status=_status(run_dir / "outcome.json") if finished else None,
-        reason=REDONE if finished else LOST,
+        reason=_reason(run_dir, finished),
         last_written_at=_iso(max((run_dir / name).stat().st_mtime for name in present)),
         kept_at=datetime.now(UTC).isoformat(timespec="seconds"),
         files=present,

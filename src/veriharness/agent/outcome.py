@@ -11,18 +11,22 @@ agent, and says which:
   sandbox, and no result event);
 - claude exited before its session started (no init event): the sandbox or the CLI itself did not
   start;
-- the `mllm` MCP server did not connect, so CallMLLM was not there.
+- the `mllm` MCP server did not connect, so CallMLLM was not there;
+- the wall clock ran out while a request to the agent's model or a CallMLLM call had waited
+  without any answer for at least `hung_upstream_s(limit)`: a provider hung and held the agent's
+  time (P-31). One that had waited less, or an answer still arriving, leaves it `timeout`.
 
 The classification reads only the exit code, whether the wall clock ran out, the facts of the
-transcript summary and the tail of Claude Code's stderr.
+transcript summary, the tail of Claude Code's stderr and what was still waiting at the end (from
+the model proxy's record and the CallMLLM trace).
 """
 
 from __future__ import annotations
 
 import signal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-__all__ = ["Status", "classify"]
+__all__ = ["Status", "Waiting", "classify", "hung_upstream_s"]
 
 Status = Literal[
     "ok", "failed", "timeout", "max_turns", "budget_exhausted", "not_started", "infra_error"
@@ -30,6 +34,21 @@ Status = Literal[
 
 _UPSTREAM_STATUSES = {429, 529} | set(range(500, 600))
 _UNREACHABLE_HINTS = ("connection error", "econnrefused", "econnreset", "fetch failed", "timed out")
+_HUNG_SECONDS = 60.0
+_HUNG_SHARE = 0.25
+
+
+class Waiting(NamedTuple):
+    """The longest wait still open when the session ended: whose answer, and for how long."""
+
+    provider: str  # e.g. "the model provider", "the CallMLLM provider"
+    seconds: float
+
+
+def hung_upstream_s(wall_clock_seconds: float) -> float:
+    """How long a model request must have waited with no answer at the wall clock for the run
+    to be an `infra_error`: a minute, or a quarter of a shorter limit."""
+    return min(_HUNG_SECONDS, _HUNG_SHARE * wall_clock_seconds)
 
 
 def _signal_name(number: int) -> str:
@@ -51,10 +70,25 @@ def _killed_by(exit_code: int | None, summary: dict[str, Any]) -> int | None:
 
 
 def classify(
-    exit_code: int | None, timed_out: bool, summary: dict[str, Any], stderr_tail: str = ""
+    exit_code: int | None,
+    timed_out: bool,
+    summary: dict[str, Any],
+    stderr_tail: str = "",
+    waiting: Waiting | None = None,
+    wall_clock_s: float | None = None,
 ) -> tuple[Status, str | None]:
-    """The run's status and, unless it is `ok`, why."""
+    """The run's status and, unless it is `ok`, why. `waiting`: the longest request still open
+    at the end without any answer (`wall_clock_s` is the limit it is weighed against)."""
     if timed_out:
+        if (
+            waiting is not None
+            and wall_clock_s is not None
+            and waiting.seconds >= hung_upstream_s(wall_clock_s)
+        ):
+            return "infra_error", (
+                f"{waiting.provider} hung: a request had no answer after {waiting.seconds:.1f} s "
+                f"when the wall-clock limit of {wall_clock_s:g} s was reached"
+            )
         return "timeout", None  # the caller names the limit
     killed = _killed_by(exit_code, summary)
     if killed is not None:

@@ -18,6 +18,11 @@ through as it came; a refused or failed connection ends the agent's connection w
 (a connection error, as a direct one would be); a stream cut in the middle cuts the agent's
 stream at the same point. Nothing is retried. Upstream connections are kept alive for reuse, but
 only for a few idle seconds, so a reused connection is never one the upstream has dropped.
+
+A request still open when the proxy closes (the session ended, by its wall clock or a kill, while
+the upstream had not answered or was still answering) is recorded then, with `open_at_end` and
+how long it had waited, and its upstream connection is closed; that record is what tells a hung
+upstream from a slow agent (`outcome.py`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
+from veriharness.agent.request_record import UNANSWERED, AgentRequest, Refusal, RequestFacts
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -199,6 +204,10 @@ class ModelProxy(ThreadingHTTPServer):
         self.admit = admit
         self.on_record = on_record
         self._record_lock = threading.Lock()
+        # Requests being handled, by id of their record, with when they arrived and the
+        # upstream connection once there is one.
+        self._open: dict[int, tuple[dict[str, Any], float]] = {}
+        self._upstream_of: dict[int, http.client.HTTPConnection] = {}
 
     @property
     def base_url(self) -> str:
@@ -218,10 +227,52 @@ class ModelProxy(ThreadingHTTPServer):
         if self.on_record is not None:
             self.on_record(entry)
 
+    def opened(self, record: dict[str, Any], began: float) -> None:
+        with self._record_lock:
+            self._open[id(record)] = (record, began)
+
+    def upstream_connected(self, record: dict[str, Any], conn: http.client.HTTPConnection) -> None:
+        with self._record_lock:
+            if id(record) in self._open:
+                self._upstream_of[id(record)] = conn
+
+    def settled(self, record: dict[str, Any]) -> bool:
+        """Take a finished request off the open list; False when `close_open` recorded it."""
+        with self._record_lock:
+            self._upstream_of.pop(id(record), None)
+            return self._open.pop(id(record), None) is not None
+
+    def close_open(self) -> None:
+        """Record every request still open and close its upstream connection (the handler,
+        unblocked, then records nothing more)."""
+        with self._record_lock:
+            still_open = list(self._open.items())
+            conns = dict(self._upstream_of)
+            self._open.clear()
+            self._upstream_of.clear()
+        for key, (record, began) in still_open:
+            entry = dict(record)
+            waited = time.perf_counter() - began
+            entry.update(open_at_end=True, total_ms=_ms(began))
+            if entry.get("status") is None:
+                entry["error"] = (
+                    f"{UNANSWERED}: no answer from the model provider after {waited:.1f} s"
+                )
+            else:
+                entry.setdefault("error", f"{UNANSWERED}: the answer was still arriving")
+            self.record(entry)
+            conn = conns.get(key)
+            if conn is not None and conn.sock is not None:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: ModelProxy
     protocol_version = "HTTP/1.1"
+    _mine: bool | None = None  # the request being handled is this handler's to record
 
     def setup(self) -> None:
         super().setup()
@@ -252,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
             "method": self.command,
             "path": urlsplit(self.path).path,
         }
+        self.server.opened(record, began)
+        self._mine = None
         try:
             body = self._read_body()
             record["request_bytes"] = len(body)
@@ -266,7 +319,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             record["total_ms"] = _ms(began)
-            self.server.record(record)
+            if self._settle(record):
+                self.server.record(record)
+
+    def _settle(self, record: dict[str, Any]) -> bool:
+        """End the request's open state before the agent sees its end, so a proxy closing
+        after that never records it as open; False when the closing proxy recorded it."""
+        if self._mine is None:
+            self._mine = self.server.settled(record)
+        return self._mine
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -301,6 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.admit(facts)
 
     def _refuse(self, refusal: Refusal, record: dict[str, Any]) -> None:
+        self._settle(record)
         payload = json.dumps(
             {"type": "error", "error": {"type": refusal.error_type, "message": refusal.message}}
         ).encode()
@@ -319,12 +381,14 @@ class _Handler(BaseHTTPRequestHandler):
         upstream = self.server.upstream
         try:
             conn = upstream.connection()
+            self.server.upstream_connected(record, conn)
             conn.request(
                 self.command, upstream.prefix + self.path, body, upstream.headers(self.headers)
             )
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as error:
             record["error"] = f"upstream connection failed: {type(error).__name__}: {error}"
+            self._settle(record)
             self._drop_connection()
             return
         record["status"] = response.status
@@ -361,6 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
                     kept += chunk
         except (OSError, http.client.HTTPException) as error:
             failure = f"upstream stream cut after {sent} bytes: {type(error).__name__}"
+        self._settle(record)
         if failure is not None:
             record["response_bytes"] = sent
             record["error"] = failure
@@ -461,6 +526,7 @@ def running_proxy(
     try:
         yield proxy.base_url
     finally:
+        proxy.close_open()
         proxy.shutdown()
         proxy.server_close()
         thread.join()

@@ -12,9 +12,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["REQUESTS_FILE", "RequestFacts", "Refusal", "AgentRequest", "read_requests"]
+__all__ = [
+    "REQUESTS_FILE",
+    "UNANSWERED",
+    "RequestFacts",
+    "Refusal",
+    "AgentRequest",
+    "read_requests",
+    "longest_unanswered_s",
+]
 
 REQUESTS_FILE = "agent_requests.jsonl"
+UNANSWERED = "open when the session ended"
 
 
 class RequestFacts(BaseModel):
@@ -55,6 +64,7 @@ class AgentRequest(BaseModel):
     request_bytes: int = 0
     response_bytes: int = 0
     error: str | None = None
+    open_at_end: bool = False  # still open when the session ended; recorded by the proxy then
 
 
 def read_requests(path: Path) -> list[AgentRequest]:
@@ -66,3 +76,10 @@ def read_requests(path: Path) -> list[AgentRequest]:
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+
+
+def longest_unanswered_s(requests: list[AgentRequest]) -> float:
+    """How long the longest request still open at the session's end had waited without any
+    answer from the model provider (0 when there was none)."""
+    waits = [r.total_ms / 1000 for r in requests if r.open_at_end and r.status is None]
+    return max(waits, default=0.0)

@@ -38,9 +38,16 @@ from veriharness._util.redaction import Redactor
 from veriharness._util.run_files import read_jsonl
 from veriharness.agent.attempts import keep_earlier_attempt
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
-from veriharness.agent.outcome import Status, classify
+from veriharness.agent.outcome import Status, Waiting, classify
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
-from veriharness.agent.request_record import REQUESTS_FILE, AgentRequest, Refusal, RequestFacts
+from veriharness.agent.request_record import (
+    REQUESTS_FILE,
+    AgentRequest,
+    Refusal,
+    RequestFacts,
+    longest_unanswered_s,
+    read_requests,
+)
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
@@ -510,7 +517,12 @@ def _run_attempt(
         answer_present = copy_answer(workspace, run_dir / "answer")
         summary = summarize_transcript(run_dir / "transcript.jsonl")
         status, cause = classify(
-            exit_code, timed_out, summary, _tail(run_dir / "claude_stderr.log")
+            exit_code,
+            timed_out,
+            summary,
+            _tail(run_dir / "claude_stderr.log"),
+            _longest_wait(run_dir) if timed_out else None,
+            plan.wall_clock_seconds,
         )
         summary.pop("result_text", None)
         outcome = AgentOutcome(
@@ -523,7 +535,7 @@ def _run_attempt(
             answer_present=answer_present,
             wall_seconds=round(time.monotonic() - clock, 3),
             finished_at=_now(),
-            error=stop.message if stop else (_error(plan, timed_out) or cause),
+            error=stop.message if stop else _error(plan, timed_out, status, cause),
         )
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         (run_dir / "answer").mkdir(exist_ok=True)
@@ -545,6 +557,28 @@ def _run_attempt(
     if outcome.reason == "budget":
         note_stopped(plan.ledger, outcome.status)
     return outcome
+
+
+def _longest_wait(run_dir: Path) -> Waiting:
+    """What had waited longest without an answer when the session ended: a model request the
+    proxy still held, or a CallMLLM call the trace started and never ended."""
+    agent = longest_unanswered_s(read_requests(run_dir / REQUESTS_FILE))
+    events = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", []) or []
+    ended = {
+        e.get("call_id")
+        for e in events
+        if e.get("event") in ("mllm_call_completed", "mllm_call_failed")
+    }
+    now, calls = datetime.now(UTC), [0.0]
+    for event in events:
+        if event.get("event") == "mllm_call_started" and event.get("call_id") not in ended:
+            try:
+                calls.append((now - datetime.fromisoformat(event["time"])).total_seconds())
+            except (KeyError, TypeError, ValueError):
+                continue
+    if max(calls) > agent:
+        return Waiting("the CallMLLM provider", max(calls))
+    return Waiting("the model provider", agent)
 
 
 def _tail(path: Path, size: int = 4000) -> str:
@@ -768,10 +802,10 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
     return summary
 
 
-def _error(plan: SessionPlan, timed_out: bool) -> str | None:
-    if timed_out:
+def _error(plan: SessionPlan, timed_out: bool, status: Status, cause: str | None) -> str | None:
+    if timed_out and status == "timeout":
         return f"wall-clock limit of {plan.wall_clock_seconds} s reached"
-    return None
+    return cause
 
 
 def _now() -> str:

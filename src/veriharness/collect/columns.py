@@ -169,6 +169,23 @@ class RunFields(TypedDict, total=False):
             "budget when a spending cap kept the session from starting or ended it",
         ),
     ]
+    attempts: Annotated[
+        int | None,
+        Col(
+            "derived:attempts",
+            "session attempts of the run: each earlier one kept under attempts/<n>/ (an "
+            "infra_error retried, a job lost mid-session) plus the one reported (null: no session "
+            "ran)",
+        ),
+    ]
+    attempt_causes: Annotated[
+        str | None,
+        Col(
+            "derived:attempts",
+            "why each earlier attempt was redone, as 'attempts/<n>: <status or lost>: <cause>', "
+            "'; '-separated, from its attempt.json and outcome.json (empty when none)",
+        ),
+    ]
     uncommitted: Annotated[
         bool | None,
         Col(

@@ -165,6 +165,31 @@ def _file_columns(docs: dict[str, Any], errors: list[str]) -> dict[str, object]:
     return values
 
 
+def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[int | None, str]:
+    """`attempts` and `attempt_causes` from the kept attempts (`agent/attempts.py`): each
+    `attempts/<n>/` is an earlier attempt, finished (its outcome.json says why it was redone) or
+    lost; the run's own outcome.json is one more, unless no session was started."""
+    kept = sorted(
+        (int(p.name) for p in (run_dir / "attempts").glob("*") if p.name.isdigit()),
+    )
+    causes = []
+    for number in kept:
+        folder = f"attempts/{number}"
+        record = load_json(run_dir / folder / "attempt.json", f"{folder}/attempt.json", errors)
+        record = record if isinstance(record, dict) else {}
+        if record.get("finished"):
+            earlier = load_json(run_dir / folder / "outcome.json", f"{folder}/outcome.json", errors)
+            earlier = earlier if isinstance(earlier, dict) else {}
+            status = earlier.get("status") or record.get("status")
+            cause = earlier.get("error") or record.get("reason")
+        else:
+            status, cause = "lost", record.get("reason")
+        causes.append(f"{folder}: {status}: {cause or 'no cause recorded'}")
+    reported = isinstance(outcome, dict) and outcome.get("status") not in (None, "not_started")
+    count = len(kept) + int(reported)
+    return count or None, "; ".join(causes)
+
+
 # outcome.json of an answer no session wrote (`veriharness.external`).
 _EXTERNAL_KIND = "external_answer"
 
@@ -289,6 +314,8 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["mllm_calls"] = len(calls)
         row["mllm_calls_failed"] = outcomes["failed"]
         row["mllm_calls_rejected"] = outcomes["rejected"]
+    if not external:
+        row["attempts"], row["attempt_causes"] = _attempt_columns(run_dir, outcome, errors)
     inferred = [] if external else _inferred_rows(run_dir, errors)
     requests = None if external else _request_rows(run_dir, errors)
     if requests is not None:

@@ -186,6 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
+        if self._cut:
+            # The headers promise the whole answer; half of it arrives, then the connection ends.
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.wfile.write(payload)
 
     def _json(self, status: int, value: Any) -> None:
@@ -294,16 +300,6 @@ class _Handler(BaseHTTPRequestHandler):
         streamed = body.get("stream") is True
         payload = encode_sse(message) if streamed else json.dumps(message.to_json()).encode()
         kind = "text/event-stream; charset=utf-8" if streamed else "application/json"
-        if self._cut:
-            # The headers promise the whole answer; half of it arrives, then the connection ends.
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload[: len(payload) // 2])
-            self.wfile.flush()
-            self.close_connection = True
-            return
         self._send(200, payload, kind)
 
     def _chat(self, body: dict[str, Any]) -> None:
