@@ -151,10 +151,24 @@ def test_claude_killed_mid_session_keeps_its_transcript_and_the_retry_succeeds(
     assert '"subtype":"init"' in partial.replace(" ", "")
 
 
+_EARLIER: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_processes() -> None:
+    """Session-part processes that were already below pytest when the test began (an earlier
+    test file's own stdio mllm server, say): not this test's to account for."""
+    _EARLIER.clear()
+    _EARLIER.update(int(line.split(":")[0]) for line in _session_processes())
+
+
 def _session_processes() -> list[str]:
-    """Processes below this test still running a session's parts: claude, bwrap, the mllm server."""
+    """Processes below pytest still running a session's parts (claude, bwrap, the mllm server),
+    leaving out those already there when the test began."""
     found = []
     for pid in descendants(os.getpid()):
+        if pid in _EARLIER:
+            continue
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
