@@ -39,28 +39,16 @@ from typing import NamedTuple
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dag import _PEAK, CONDITIONS, SKELETON, TASKS, _project_copy  # noqa: E402
+from dag import _PEAK, CONDITIONS, SKELETON, SKELETON_HEADER, TASKS, _project_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
 GROUPED = ("render_answer", "score_answer", "annotate_calls")
 # bench/dag.py's skeleton with the workflow's rule names (so profiles/slurm applies to it as it
 # is) and its shape per run: annotation beside render and score, ordered after render.
-SHAPED_SKELETON = """
-TASKS = {tasks!r}
-CONDITIONS = {conditions!r}
-REPS = list(range(1, {replicates} + 1))
-RUN = "results/x/{{condition}}/{{task}}/r{{replicate}}"
-
-wildcard_constraints:
-    condition="[A-Za-z0-9][A-Za-z0-9_.-]*",
-    task="[A-Za-z0-9][A-Za-z0-9_.-]*",
-    replicate=r"\\d+",
-
-def runs(name):
-    return expand(RUN + "/" + name, condition=CONDITIONS, task=TASKS, replicate=REPS)
-
-localrules: all, report, prepare_run
+SHAPED_SKELETON = (
+    SKELETON_HEADER
+    + """localrules: all, report, prepare_run
 
 rule all:
     input: "results/x/report.txt"
@@ -95,6 +83,7 @@ rule annotate_calls:
     output: RUN + "/inferred_tags.json"
     shell: "touch {{output}}"
 """
+)
 ENV = {"VERIHARNESS_SLURM_PARTITION": "bench", "VERIHARNESS_SLURM_ACCOUNT": "bench"}
 
 

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TASKS = sorted(p.parent.name for p in (ROOT / "tasks").glob("*/task.yaml"))
 CONDITIONS = ["b3-absent", "b3-present"]
 
-SKELETON = """
+# What both skeletons share: the matrix, the wildcards and the run paths.
+SKELETON_HEADER = """
 TASKS = {tasks!r}
 CONDITIONS = {conditions!r}
 REPS = list(range(1, {replicates} + 1))
@@ -36,7 +37,11 @@ wildcard_constraints:
 def runs(name):
     return expand(RUN + "/" + name, condition=CONDITIONS, task=TASKS, replicate=REPS)
 
-rule all:
+"""
+
+SKELETON = (
+    SKELETON_HEADER
+    + """rule all:
     input: "results/x/report.txt"
 
 rule report:
@@ -64,6 +69,7 @@ rule score:
     output: RUN + "/metrics.json"
     shell: "touch {{output}}"
 """
+)
 
 
 def _project_copy(tmp: Path) -> Path:
