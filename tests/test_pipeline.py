@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -476,34 +477,49 @@ def _kill_the_job_of(run: Path) -> None:
             continue
 
 
-def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
+def _start_two_runs(
+    project: Path, name: str
+) -> tuple[str, Path, list[Path], subprocess.Popen[bytes]]:
+    """Start Snakemake, one job at a time, on a one-task, two-replicate experiment `name`; its
+    extra config, results folder, run folders and process."""
     extra = (
-        "experiment: lost\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        f"experiment: {name}\nallow_uncommitted: true\ntasks: [landing-page]\n"
         "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
     )
     (project / "config" / "extra.yaml").write_text(extra)
-    experiment = project / "results" / "lost"
+    experiment = project / "results" / name
     runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
     command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
                "config/test.yaml", "config/extra.yaml"]  # fmt: skip
     env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    return extra, experiment, runs, process
+
+
+def _one_done_one_busy(
+    runs: list[Path], process: subprocess.Popen[bytes], busy: Callable[[Path], bool]
+) -> tuple[Path, Path]:
+    """Wait until one run has its outcome and the other is `busy`; (done, busy)."""
+    deadline = time.monotonic() + 600
+    while True:
+        done = [r for r in runs if (r / "outcome.json").exists()]
+        running = [r for r in runs if r not in done and busy(r)]
+        if len(done) == 1 and running:
+            return done[0], running[0]
+        assert time.monotonic() < deadline and process.poll() is None, (done, running)
+        time.sleep(0.1)
+
+
+def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
+    extra, experiment, runs, process = _start_two_runs(project, "lost")
 
     def mid_session(run: Path) -> bool:
         transcript = run / "transcript.jsonl"
         return transcript.exists() and transcript.stat().st_size > 0
 
     try:
-        deadline = time.monotonic() + 600
-        while True:
-            done = [r for r in runs if (r / "outcome.json").exists()]
-            busy = [r for r in runs if r not in done and mid_session(r)]
-            if len(done) == 1 and busy:
-                break
-            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
-            time.sleep(0.1)
-        [kept], [lost] = done, busy
+        kept, lost = _one_done_one_busy(runs, process, mid_session)
         _kill_the_job_of(lost.relative_to(project))
         # Snakemake sees the job fail, removes its declared outputs and finishes the other run.
         assert process.wait(timeout=600) != 0
@@ -558,29 +574,13 @@ def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> 
     its end; the restart meets the stale lock; `--unlock`, then the same command finishes. The
     session Snakemake saw finish is kept; the one it did not is run again, its first attempt
     kept under attempts/1/."""
-    extra = (
-        "experiment: crashed\nallow_uncommitted: true\ntasks: [landing-page]\n"
-        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
-    )
-    (project / "config" / "extra.yaml").write_text(extra)
-    experiment = project / "results" / "crashed"
-    runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
-    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
-               "config/test.yaml", "config/extra.yaml"]  # fmt: skip
-    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
-    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    extra, experiment, runs, process = _start_two_runs(project, "crashed")
     try:
+        # One job at a time: a session running means the other's job finished before it.
+        kept, orphaned = _one_done_one_busy(
+            runs, process, lambda run: bool(_run_agent_of(run.relative_to(project)))
+        )
         deadline = time.monotonic() + 600
-        while True:
-            # One job at a time: a session running means the other's job finished before it.
-            done = [r for r in runs if (r / "outcome.json").exists()]
-            busy = [r for r in runs if r not in done and _run_agent_of(r.relative_to(project))]
-            if len(done) == 1 and busy:
-                break
-            assert time.monotonic() < deadline and process.poll() is None, (done, busy)
-            time.sleep(0.1)
-        [kept], [orphaned] = done, busy
         os.kill(process.pid, signal.SIGKILL)  # Snakemake alone; its running job goes on
         process.wait(timeout=60)
         while _run_agent_of(orphaned.relative_to(project)):  # the README: let them end

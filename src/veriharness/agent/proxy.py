@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -185,6 +186,15 @@ def _error_text(body: Any) -> str | None:
     return None
 
 
+@dataclass
+class _OpenRequest:
+    """A request being handled: its record, when it arrived, its upstream connection once made."""
+
+    record: dict[str, Any]
+    began: float
+    upstream: http.client.HTTPConnection | None = None
+
+
 class ModelProxy(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -204,10 +214,8 @@ class ModelProxy(ThreadingHTTPServer):
         self.admit = admit
         self.on_record = on_record
         self._record_lock = threading.Lock()
-        # Requests being handled, by id of their record, with when they arrived and the
-        # upstream connection once there is one.
-        self._open: dict[int, tuple[dict[str, Any], float]] = {}
-        self._upstream_of: dict[int, http.client.HTTPConnection] = {}
+        # Requests being handled, by id of their record.
+        self._open: dict[int, _OpenRequest] = {}
 
     @property
     def base_url(self) -> str:
@@ -229,31 +237,28 @@ class ModelProxy(ThreadingHTTPServer):
 
     def opened(self, record: dict[str, Any], began: float) -> None:
         with self._record_lock:
-            self._open[id(record)] = (record, began)
+            self._open[id(record)] = _OpenRequest(record, began)
 
     def upstream_connected(self, record: dict[str, Any], conn: http.client.HTTPConnection) -> None:
         with self._record_lock:
             if id(record) in self._open:
-                self._upstream_of[id(record)] = conn
+                self._open[id(record)].upstream = conn
 
     def settled(self, record: dict[str, Any]) -> bool:
         """Take a finished request off the open list; False when `close_open` recorded it."""
         with self._record_lock:
-            self._upstream_of.pop(id(record), None)
             return self._open.pop(id(record), None) is not None
 
     def close_open(self) -> None:
         """Record every request still open and close its upstream connection (the handler,
         unblocked, then records nothing more)."""
         with self._record_lock:
-            still_open = list(self._open.items())
-            conns = dict(self._upstream_of)
+            still_open = list(self._open.values())
             self._open.clear()
-            self._upstream_of.clear()
-        for key, (record, began) in still_open:
-            entry = dict(record)
-            waited = time.perf_counter() - began
-            entry.update(open_at_end=True, total_ms=_ms(began))
+        for request in still_open:
+            entry = dict(request.record)
+            waited = time.perf_counter() - request.began
+            entry.update(open_at_end=True, total_ms=_ms(request.began))
             if entry.get("status") is None:
                 entry["error"] = (
                     f"{UNANSWERED}: no answer from the model provider after {waited:.1f} s"
@@ -261,7 +266,7 @@ class ModelProxy(ThreadingHTTPServer):
             else:
                 entry.setdefault("error", f"{UNANSWERED}: the answer was still arriving")
             self.record(entry)
-            conn = conns.get(key)
+            conn = request.upstream
             if conn is not None and conn.sock is not None:
                 try:
                     conn.sock.shutdown(socket.SHUT_RDWR)
