@@ -402,8 +402,9 @@ def test_a_refused_request_ends_the_session_as_budget_exhausted(tmp_path: Path) 
         tmp_path,
         'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n'
         'echo \'{"type":"system","subtype":"init","mcp_servers":[]}\'\n'
-        f"sleep 1; echo '{stop.model_dump_json()}' > {stop_file}\n"
+        # The child starts before the stop file appears: the session may end the moment it does.
         f"sleep 300 & echo $! > {child_pid}\n"
+        f"sleep 1; echo '{stop.model_dump_json()}' > {stop_file}\n"
         "sleep 300\n",
     )
     begun = time.monotonic()
