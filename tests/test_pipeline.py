@@ -571,9 +571,9 @@ def _run_agent_of(run: Path) -> list[int]:
 
 def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> None:
     """README, "After a crash": Snakemake alone is SIGKILLed mid-session; its session goes on to
-    its end; the restart meets the stale lock; `--unlock`, then the same command finishes. The
-    session Snakemake saw finish is kept; the one it did not is run again, its first attempt
-    kept under attempts/1/."""
+    its end; the restart meets the stale lock; `--unlock`, then the same command finishes. Neither
+    session is paid for twice: the one Snakemake did not see finish is restored from finished/.
+    Then `veriharness redo-session` makes the next run redo exactly one session, kept aside."""
     extra, experiment, runs, process = _start_two_runs(project, "crashed")
     try:
         # One job at a time: a session running means the other's job finished before it.
@@ -589,7 +589,8 @@ def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> 
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert json.loads((orphaned / "outcome.json").read_text())["status"] == "ok"
+    orphan_outcome = (orphaned / "outcome.json").read_bytes()
+    assert json.loads(orphan_outcome)["status"] == "ok"
     orphan_transcript = (orphaned / "transcript.jsonl").read_bytes()
     stamp = (kept / "outcome.json").stat().st_mtime_ns
 
@@ -601,14 +602,34 @@ def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> 
 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (kept / "outcome.json").stat().st_mtime_ns == stamp, "a finished run was redone"
-    assert not (kept / "attempts").exists()
+    # Snakemake reran the orphaned run's job (it was incomplete); run-agent restored its session.
+    assert _planned_agent_jobs(resumed) == 1
+    log = experiment / "logs" / "run_agent"
+    assert any("restored" in path.read_text() for path in log.rglob("*.log"))
+    assert (orphaned / "outcome.json").read_bytes() == orphan_outcome
+    assert (orphaned / "transcript.jsonl").read_bytes() == orphan_transcript
+    assert not (kept / "attempts").exists() and not (orphaned / "attempts").exists()
+    table = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
+    assert set(table["status"]) == {"ok"} and set(table["attempts"]) == {1}
+
+    redo = subprocess.run(
+        [sys.executable, "-m", "veriharness", "redo-session", str(orphaned)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert redo.returncode == 0, redo.stderr
+    again = snakemake(project, "--cores", "1", "all", extra_config=extra)
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _planned_agent_jobs(again) == 1
+    assert (kept / "outcome.json").stat().st_mtime_ns == stamp
     record = json.loads((orphaned / "attempts" / "1" / "attempt.json").read_text())
-    assert record["finished"] is False and "ran to its end" in record["reason"]
-    assert (orphaned / "attempts" / "1" / "transcript.jsonl").read_bytes() == orphan_transcript
+    assert record["finished"] is True and "researcher's request" in record["reason"]
+    assert (orphaned / "attempts" / "1" / "outcome.json").read_bytes() == orphan_outcome
     table = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
     rows = table.set_index("replicate")
     assert set(rows["status"]) == {"ok"}
     assert rows.loc[int(orphaned.name[1:]), "attempts"] == 2
+    assert "researcher's request" in rows.loc[int(orphaned.name[1:]), "attempt_causes"]
     assert rows.loc[int(kept.name[1:]), "attempts"] == 1
 
 

@@ -34,6 +34,9 @@ VERBS: dict[str, Verb] = {
     ),
     "prepare": Verb("veriharness.prepare.run_folder", "write one run's record and prompt snapshot"),
     "run-agent": Verb("veriharness.agent.session", "run one claude -p session for a prepared run"),
+    "redo-session": Verb(
+        "veriharness.agent.attempts", "keep a finished session aside so the workflow runs it again"
+    ),
     "import-answer": Verb(
         "veriharness.external.answers", "import one task's answer of an external answer set"
     ),

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
-__all__ = ["SUPERSEDED", "superseded_folder", "move_to_superseded", "run_identity_hash"]
+__all__ = [
+    "SUPERSEDED",
+    "forget_later_stages",
+    "move_to_superseded",
+    "run_identity_hash",
+    "superseded_folder",
+]
 
 SUPERSEDED = "superseded"
 
@@ -43,3 +50,22 @@ def move_to_superseded(experiment_dir: Path, run_dir: Path) -> Path:
     candidate.parent.mkdir(parents=True, exist_ok=True)
     os.replace(run_dir, candidate)
     return candidate
+
+
+# What the render, score and annotate stages make of a run's session.
+_LATER_STAGE_OUTPUTS = ("render", "audit.json", "metrics.json", "inferred_tags.json")
+
+
+def forget_later_stages(experiment_dir: Path, run_dir: Path) -> None:
+    """Remove what the later stages made of a run whose session is to be run again, and the
+    summaries over it: Snakemake regenerates a missing file only for a target that is out of date,
+    so without this the run would not be redone."""
+    for name in _LATER_STAGE_OUTPUTS:
+        path = Path(run_dir) / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    condition, task = Path(run_dir).resolve().relative_to(Path(experiment_dir).resolve()).parts[:2]
+    for summary in (f"{condition}/summary.csv", f"by-task/{task}.csv"):
+        (Path(experiment_dir) / summary).unlink(missing_ok=True)

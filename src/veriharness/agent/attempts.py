@@ -9,24 +9,48 @@ moves them, with every other file of that attempt, into the next free `attempts/
 `attempt.json` says what is known about it. A run that finishes is, in the run folder itself,
 the same as one that never lost an attempt.
 
-Where this meets the session status `infra_error` (issue 14): a lost attempt never wrote an
-outcome, so it has no status of its own; `attempt.json` marks it `finished: false`. Its reason
-tells a session that stopped mid-way from one whose transcript holds its result, which ran to its
-end and lost only its outcome (Snakemake removed it with the job's other declared outputs).
+A lost attempt never wrote an outcome, so it has no status of its own; `attempt.json` marks it
+`finished: false`. Its reason tells a session that stopped mid-way from one whose transcript
+holds its result, which ran to its end and lost only its outcome.
+
+A session that ends keeps a second name for its outcome and answer in `finished/` (hard links,
+with the digest of the run.json it ran under). Snakemake removes a job's declared outputs when it
+reruns a job it had marked incomplete, as after it was itself killed while the session went on to
+its end; `run-agent` then puts them back from `finished/` instead of paying for the session again.
+Only `veriharness redo-session` (or changed run inputs) makes a finished session run again, and
+its files are kept under `attempts/<n>/` like any other earlier attempt.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from veriharness._util import atomic
+from veriharness._util.hashing import sha256_file
+from veriharness._util.superseded import forget_later_stages
 
-__all__ = ["SESSION_FILES", "KeptAttempt", "keep_earlier_attempt"]
+__all__ = [
+    "FINISHED",
+    "SESSION_FILES",
+    "FinishedCopy",
+    "KeptAttempt",
+    "keep_earlier_attempt",
+    "keep_finished",
+    "redo_session",
+    "restore_finished",
+]
+
+FINISHED = "finished"
+_PARTIAL = "finished.partial"
+# What Snakemake removes of a run_agent job it reruns: the rule's declared outputs.
+_DECLARED = ("outcome.json", "answer")
 
 # Everything one attempt of a session writes into the run folder.
 SESSION_FILES = (
@@ -39,6 +63,8 @@ SESSION_FILES = (
     "agent_requests.jsonl",
     "mllm_server.log",
     "answer",
+    FINISHED,
+    _PARTIAL,
 )
 LOST = (
     "no outcome.json: the session stopped before recording its outcome (its cluster job was "
@@ -50,6 +76,19 @@ ENDED_UNRECORDED = (
     "outputs of a job it had marked incomplete, as when it was killed while the session went on)"
 )
 REDONE = "outcome.json present: a finished session whose run was run again"
+INPUTS_CHANGED = (
+    "a finished session whose run.json changed since it ran (the run's inputs changed), so the "
+    "run was run again"
+)
+REQUESTED = "a finished session redone at the researcher's request (veriharness redo-session)"
+
+
+class FinishedCopy(BaseModel):
+    """finished/finished.json: which run.json the session in finished/ ran under."""
+
+    run_json: str
+    status: str
+    finished_at: str
 
 
 class KeptAttempt(BaseModel):
@@ -98,8 +137,68 @@ def _reason(run_dir: Path, finished: bool) -> str:
     return ENDED_UNRECORDED if _has_result(run_dir / "transcript.jsonl") else LOST
 
 
-def keep_earlier_attempt(run_dir: Path) -> Path | None:
-    """Move the files of an earlier attempt into attempts/<n>/; the folder, or None if none."""
+def _link_copy(source: Path, target: Path) -> None:
+    """`target` as a second name of `source` (a file, or a folder of files and symlinks)."""
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True, copy_function=os.link)
+    else:
+        os.link(source, target)
+
+
+def _run_json(run_dir: Path) -> str | None:
+    try:
+        return sha256_file(run_dir / "run.json")
+    except OSError:
+        return None
+
+
+def keep_finished(run_dir: Path, status: str, finished_at: str) -> Path:
+    """Give the outcome and answer of a session that just ended a second name in finished/."""
+    partial = run_dir / _PARTIAL
+    partial.mkdir()
+    for name in _DECLARED:
+        _link_copy(run_dir / name, partial / name)
+    record = FinishedCopy(run_json=_run_json(run_dir) or "", status=status, finished_at=finished_at)
+    atomic.write_json(partial / "finished.json", record.model_dump())
+    os.replace(partial, run_dir / FINISHED)
+    return run_dir / FINISHED
+
+
+def _finished_copy(run_dir: Path) -> FinishedCopy | None:
+    try:
+        return FinishedCopy.model_validate_json((run_dir / FINISHED / "finished.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _bring_back(run_dir: Path) -> None:
+    """Put outcome.json and answer/ back from finished/ where Snakemake removed them."""
+    if (run_dir / "outcome.json").exists():
+        return
+    if (run_dir / "answer").exists():  # a copy from the same session, left behind by a kill
+        shutil.rmtree(run_dir / "answer")
+    for name in _DECLARED:
+        _link_copy(run_dir / FINISHED / name, run_dir / name)
+
+
+def restore_finished(run_dir: Path) -> FinishedCopy | None:
+    """Restore the session in finished/ when it ran under the run.json the run has now; what it
+    was, or None when there is nothing to restore and the session is to be run."""
+    copy = _finished_copy(run_dir)
+    if copy is None or copy.run_json != _run_json(run_dir):
+        return None
+    _bring_back(run_dir)
+    return copy
+
+
+def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | None:
+    """Move the files of an earlier attempt into attempts/<n>/; the folder, or None if none.
+    `reason` says why, when the caller knows better than the files do."""
+    copy = _finished_copy(run_dir)
+    if copy is not None:
+        _bring_back(run_dir)
+        if copy.run_json != _run_json(run_dir):
+            reason = reason or INPUTS_CHANGED
     present = [name for name in SESSION_FILES if (run_dir / name).exists()]
     if not present:
         return None
@@ -113,7 +212,7 @@ def keep_earlier_attempt(run_dir: Path) -> Path | None:
         attempt=number,
         finished=finished,
         status=_status(run_dir / "outcome.json") if finished else None,
-        reason=_reason(run_dir, finished),
+        reason=reason or _reason(run_dir, finished),
         last_written_at=_iso(max((run_dir / name).stat().st_mtime for name in present)),
         kept_at=datetime.now(UTC).isoformat(timespec="seconds"),
         files=present,
@@ -122,3 +221,38 @@ def keep_earlier_attempt(run_dir: Path) -> Path | None:
         os.replace(run_dir / name, target / name)
     atomic.write_json(target / "attempt.json", record.model_dump())
     return target
+
+
+def redo_session(run_dir: Path) -> Path:
+    """Move a run's session aside into attempts/<n>/ and remove what the later stages made of it,
+    so that the next run of the workflow runs that session again; the attempt's folder."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "run.json").is_file():
+        raise ValueError(f"run folder {str(run_dir)!r}: no run.json, so it is not a run folder")
+    if not (run_dir / "outcome.json").exists() and _finished_copy(run_dir) is None:
+        raise ValueError(f"run folder {str(run_dir)!r}: no finished session (no outcome.json)")
+    kept = keep_earlier_attempt(run_dir, REQUESTED)
+    assert kept is not None  # outcome.json was there to move
+    forget_later_stages(run_dir.parents[2], run_dir)
+    return kept
+
+
+def add_redo_session_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+        help="a finished run folder, such as results/example/b3-present/landing-page/r1",
+    )  # fmt: skip
+
+
+def run_redo_session(args: argparse.Namespace) -> int:
+    for run_dir in args.run_dirs:  # all checked before any is moved
+        if not (run_dir / "run.json").is_file():
+            raise SystemExit(f"redo-session: {str(run_dir)!r} is not a run folder (no run.json)")
+    for run_dir in args.run_dirs:
+        try:
+            kept = redo_session(run_dir)
+        except ValueError as error:
+            raise SystemExit(f"redo-session: {error}") from None
+        print(f"{run_dir}: session kept under {kept.relative_to(run_dir)}; the next run of the "
+              "workflow runs it again")  # fmt: skip
+    return 0

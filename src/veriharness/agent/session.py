@@ -36,7 +36,7 @@ from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness._util.run_files import read_jsonl
-from veriharness.agent.attempts import keep_earlier_attempt
+from veriharness.agent.attempts import keep_earlier_attempt, keep_finished, restore_finished
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Status, Waiting, classify
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
@@ -439,6 +439,11 @@ def run_session(
         attempts.append(attempt)
     outcome.attempts = [*attempts, attempt]
     atomic.write_text(plan.run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    if outcome.status != "not_started":
+        try:
+            keep_finished(plan.run_dir, outcome.status, outcome.finished_at)
+        except OSError as error:  # the outcome stands; only its restorable copy is missing
+            print(f"finished/ not written: {error}", file=sys.stderr)
     return outcome
 
 
@@ -828,7 +833,16 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # end the session too, as for Ctrl-C
 
     config = load_config(args.config)
-    outcome = run_session(plan_session(config, args.run_dir, args.task_dir))
+    plan = plan_session(config, args.run_dir, args.task_dir)
+    restored = restore_finished(plan.run_dir)
+    if restored is not None:
+        print(
+            f"{args.run_dir}: {restored.status}, restored: this session finished at "
+            f"{restored.finished_at} and is not run again (`veriharness redo-session "
+            f"{args.run_dir}` makes the workflow redo it)"
+        )
+        return 0
+    outcome = run_session(plan)
     print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
     # A failed session is a recorded outcome, not a pipeline failure.
     return 0

@@ -174,8 +174,8 @@ class RunFields(TypedDict, total=False):
         Col(
             "derived:attempts",
             "session attempts of the run: each earlier one kept under attempts/<n>/ (an "
-            "infra_error retried, a job lost mid-session) plus the one reported (null: no session "
-            "ran)",
+            "infra_error retried, a job lost mid-session, a session redone on request) plus the "
+            "one reported (null: no session ran)",
         ),
     ]
     attempt_causes: Annotated[

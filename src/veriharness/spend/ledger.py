@@ -39,7 +39,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.superseded import move_to_superseded
+from veriharness._util.superseded import forget_later_stages, move_to_superseded
 from veriharness.spend.prices import TokenCounts
 
 __all__ = [
@@ -375,19 +375,18 @@ def _parse_stopped(data: bytes) -> list[StoppedRun]:
     return runs
 
 
-# What the agent, render and score stages wrote for a run. All must go for Snakemake to redo the
-# run: it does not rebuild a missing file upstream of outputs that are present.
-_STAGE_OUTPUTS = ("outcome.json", "transcript.jsonl", "mllm_trace.jsonl", "audit.json",
-                  "metrics.json", "answer", "render")  # fmt: skip
+# The empty files a run that never started holds in place of a session's outputs.
+_PLACEHOLDERS = ("outcome.json", "transcript.jsonl", "mllm_trace.jsonl", "answer")
 
 
-def _clear_unpaid_outputs(run_dir: Path) -> None:
-    for name in _STAGE_OUTPUTS:
+def _clear_unpaid_outputs(experiment_dir: Path, run_dir: Path) -> None:
+    for name in _PLACEHOLDERS:
         path = run_dir / name
         if path.is_dir():
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
+    forget_later_stages(experiment_dir, run_dir)
 
 
 def requeue_stopped(experiment_dir: Path) -> list[str]:
@@ -412,15 +411,10 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
             if not isinstance(outcome, dict) or outcome.get("reason") != "budget":
                 continue
             if outcome.get("status") == "not_started":
-                _clear_unpaid_outputs(run_dir)
+                _clear_unpaid_outputs(experiment_dir, run_dir)
             else:
                 move_to_superseded(experiment_dir, run_dir)
+                forget_later_stages(experiment_dir, run_dir)  # the summaries over it
             done.append(run)
         os.ftruncate(fd, 0)
-    # Snakemake regenerates a missing file only for a target that is out of date: the summaries
-    # over these runs go too (they are rebuilt from the run folders), so the runs are redone.
-    for run in done:
-        condition, task = run.split("/")[:2]
-        for summary in (f"{condition}/summary.csv", f"by-task/{task}.csv"):
-            (experiment_dir / summary).unlink(missing_ok=True)
     return done
