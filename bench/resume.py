@@ -1,12 +1,17 @@
 """Load and resume: an offline matrix through Snakemake, the whole Snakemake process group killed
 with SIGKILL part-way, then started again as the README says.
 
+With `--kill snakemake`, only Snakemake's own process is killed: its running sessions go on to
+their end without it, as after a crashed login node, and the restart must restore them from
+`finished/` rather than pay for them again.
+
 Printed: how many sessions had finished at the kill, which claude / Chromium / model-server
 processes of the experiment were still alive 5 s after it, whether the restart met Snakemake's
 stale lock, and at the end whether every cell has exactly one row, no finished session ran again
 (its outcome.json unchanged), and every run is `ok`.
 
     python3 bench/resume.py --tasks 6 --replicates 8 --cores 4 --kill-after 20
+    python3 bench/resume.py --tasks 6 --replicates 8 --cores 4 --kill-after 20 --kill snakemake
 """
 
 from __future__ import annotations
@@ -53,6 +58,18 @@ def _survivors(marker: str) -> list[str]:
     return alive
 
 
+def _agents_running(project: Path) -> bool:
+    """Whether a `run-agent` started in the project folder still runs."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"run-agent" in cmdline.read_bytes().split(b"\0"):
+                if os.readlink(cmdline.parent / "cwd") == str(project):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=6)
@@ -60,6 +77,10 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=4)
     parser.add_argument("--sessions", type=int, default=4, help="agent_sessions resource")
     parser.add_argument("--kill-after", type=int, default=20, help="finished sessions, then kill")
+    parser.add_argument(
+        "--kill", choices=("group", "snakemake"), default="group",
+        help="SIGKILL Snakemake's whole process group, or Snakemake's own process alone",
+    )  # fmt: skip
     args = parser.parse_args()
     tasks = ALL_TASKS[: args.tasks]
     with tempfile.TemporaryDirectory(prefix="vh-bench-resume-") as tmp:
@@ -82,15 +103,22 @@ def main() -> int:
         rendered = experiment.glob("*/*/r*/render/render.json")
         stamps = {p.parent.parent / "outcome.json": 0 for p in rendered}
         stamps = {p: p.stat().st_mtime_ns for p in stamps}
-        os.killpg(process.pid, signal.SIGKILL)
+        if args.kill == "group":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            os.kill(process.pid, signal.SIGKILL)
         process.wait()
         killed_at = time.monotonic() - start
         time.sleep(5)
         survivors = _survivors(str(project))
-        print(f"killed after {killed_at:.0f} s with {len(stamps)} sessions rendered")
+        print(f"killed ({args.kill}) after {killed_at:.0f} s with {len(stamps)} sessions rendered")
         print(f"processes alive 5 s after the kill: {len(survivors)}")
         for line in survivors:
             print("  ", line)
+        while args.kill == "snakemake" and _agents_running(project):
+            time.sleep(1)  # the README: let the orphaned sessions end
+        ended = {p: p.read_bytes() for p in experiment.glob("*/*/r*/outcome.json")}
+        print(f"sessions ended before the restart: {len(ended)}")
         again = subprocess.run(
             _snakemake(project, "all", "--cores", str(args.cores)),
             cwd=project, env=_env(), capture_output=True, text=True,
@@ -111,10 +139,14 @@ def main() -> int:
         cells = len(tasks) * 2 * args.replicates
         keys = runs.groupby(["condition", "task", "replicate"]).size()
         rerun = [str(p) for p, stamp in stamps.items() if p.stat().st_mtime_ns != stamp]
+        paid_twice = [str(p) for p, data in ended.items() if p.read_bytes() != data]
+        logs = experiment / "logs" / "run_agent"
+        restored = sum("restored" in log.read_text() for log in logs.rglob("*.log"))
         sessions = runs[runs["answer_source"] == "session"]
         print(f"session rows {len(sessions)} of {cells} cells ({len(runs)} rows with external)")
         print(f"every cell once: {(keys == 1).all()}")
         print(f"finished sessions run again: {len(rerun)}")
+        print(f"ended sessions run again: {len(paid_twice)}; restored from finished/: {restored}")
         print(f"statuses: {runs['status'].value_counts().to_dict()}")
         for row in runs[runs["status"] != "ok"].itertuples():
             print(f"   {row.condition}/{row.task}/r{row.replicate}: {row.status}: {row.reason}")
