@@ -102,8 +102,11 @@ def _shared(runs: list[dict[str, str]], base: Path) -> float:
     )
     start = time.perf_counter()
     _veriharness("render", "--batch", str(render_batch))
+    rendered = time.perf_counter()
     _veriharness("score", "--batch", str(score_batch))
-    return time.perf_counter() - start
+    end = time.perf_counter()
+    print(f"  shared: render {rendered - start:.1f} s, score {end - rendered:.1f} s")
+    return end - start
 
 
 def main() -> None:
