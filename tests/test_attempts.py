@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,11 @@ def _remove_declared_outputs(run: Path) -> None:
 def test_a_finished_session_whose_outputs_snakemake_removed_is_restored(tmp_path: Path) -> None:
     run = _finished_run(tmp_path)
     outcome = (run / "outcome.json").read_bytes()
+    hour_ago = time.time() - 3600
+    os.utime(run / "outcome.json", (hour_ago, hour_ago))  # the session ended an hour ago
     _remove_declared_outputs(run)
+    # prepare_run rerun by hand rewrites run.json unchanged, after the session.
+    (run / "run.json").write_bytes((run / "run.json").read_bytes())
 
     restored = restore_finished(run)
 
@@ -103,6 +108,7 @@ def test_a_finished_session_whose_outputs_snakemake_removed_is_restored(tmp_path
     assert (run / "answer" / "assets" / "logo.svg").read_text() == "<svg/>"
     assert os.readlink(run / "answer" / "assets" / "link") == "/etc/passwd"  # not followed
     assert not (run / "attempts").exists()
+    assert (run / "outcome.json").stat().st_mtime_ns >= (run / "run.json").stat().st_mtime_ns
     # Restoring twice changes nothing; a restored run is restorable again.
     assert restore_finished(run) is not None
     assert (run / "outcome.json").read_bytes() == outcome

@@ -188,6 +188,9 @@ def restore_finished(run_dir: Path) -> FinishedCopy | None:
     if copy is None or copy.run_json != _run_json(run_dir):
         return None
     _bring_back(run_dir)
+    # Newer than run.json, which a rerun of prepare_run may have rewritten unchanged: otherwise
+    # Snakemake would find the outcome out of date, and restore it again, on every invocation.
+    os.utime(run_dir / "outcome.json")
     return copy
 
 
