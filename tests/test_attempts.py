@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,7 +76,7 @@ def _finished_run(experiment: Path) -> Path:
     (run / "answer" / "assets").mkdir()
     (run / "answer" / "assets" / "logo.svg").write_text("<svg/>")
     (run / "answer" / "assets" / "link").symlink_to("/etc/passwd")  # an agent can leave one
-    keep_finished(run, "ok", "2026-12-01T00:00:00+00:00")
+    keep_finished(run)
     for name in ("audit.json", "metrics.json", "inferred_tags.json"):
         (run / name).write_text("{}")
     (run / "render").mkdir()
@@ -99,10 +101,10 @@ def test_a_finished_session_whose_outputs_snakemake_removed_is_restored(tmp_path
     # prepare_run rerun by hand rewrites run.json unchanged, after the session.
     (run / "run.json").write_bytes((run / "run.json").read_bytes())
 
-    restored = restore_finished(run)
+    assert restore_finished(run)
 
-    assert restored is not None
-    assert (restored.status, restored.run_json) == ("ok", sha256_file(run / "run.json"))
+    finished = json.loads((run / "finished" / "finished.json").read_text())
+    assert finished == {"run_json": sha256_file(run / "run.json")}
     assert (run / "outcome.json").read_bytes() == outcome
     assert (run / "answer" / "answer.html").read_text() == "<p>x</p>"
     assert (run / "answer" / "assets" / "logo.svg").read_text() == "<svg/>"
@@ -110,7 +112,7 @@ def test_a_finished_session_whose_outputs_snakemake_removed_is_restored(tmp_path
     assert not (run / "attempts").exists()
     assert (run / "outcome.json").stat().st_mtime_ns >= (run / "run.json").stat().st_mtime_ns
     # Restoring twice changes nothing; a restored run is restorable again.
-    assert restore_finished(run) is not None
+    assert restore_finished(run)
     assert (run / "outcome.json").read_bytes() == outcome
 
 
@@ -121,7 +123,7 @@ def test_a_finished_session_whose_run_inputs_changed_is_not_restored_but_kept(
     _remove_declared_outputs(run)
     (run / "run.json").write_text('{"identity_hash": "sha256:bb"}')
 
-    assert restore_finished(run) is None
+    assert not restore_finished(run)
     kept = keep_earlier_attempt(run)
 
     assert kept is not None
@@ -142,7 +144,7 @@ def test_redo_session_keeps_the_session_and_clears_what_was_made_of_it(tmp_path:
     record = json.loads((kept / "attempt.json").read_text())
     assert record["finished"] and "researcher's request" in record["reason"]
     assert (kept / "finished" / "finished.json").exists()
-    assert restore_finished(run) is None  # nothing left to restore: the next start runs it
+    assert not restore_finished(run)  # nothing left to restore: the next start runs it
     assert sorted(p.name for p in run.iterdir()) == ["attempts", "run.json"]
     assert not (tmp_path / "b3-absent" / "summary.csv").exists()
     assert not (tmp_path / "by-task" / "landing-page.csv").exists()
@@ -155,3 +157,20 @@ def test_redo_session_refuses_a_folder_with_no_session(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no finished session"):
         redo_session(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_the_redo_session_verb_checks_every_folder_before_it_moves_any(tmp_path: Path) -> None:
+    good = _finished_run(tmp_path)
+    before = sorted(p.name for p in good.iterdir())
+    empty = tmp_path / "b3-absent" / "landing-page" / "r2"
+    empty.mkdir()
+    (empty / "run.json").write_text("{}")
+
+    done = subprocess.run(
+        [sys.executable, "-m", "veriharness", "redo-session", str(good), str(empty)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+    assert done.returncode != 0
+    assert f"run folder {str(empty)!r}: no finished session" in done.stderr
+    assert sorted(p.name for p in good.iterdir()) == before  # the good one was not moved either

@@ -16,6 +16,7 @@ from pathlib import Path
 __all__ = [
     "SUPERSEDED",
     "forget_later_stages",
+    "forget_summaries",
     "move_to_superseded",
     "run_identity_hash",
     "superseded_folder",
@@ -66,6 +67,11 @@ def forget_later_stages(experiment_dir: Path, run_dir: Path) -> None:
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
+    forget_summaries(experiment_dir, run_dir)
+
+
+def forget_summaries(experiment_dir: Path, run_dir: Path) -> None:
+    """Remove the condition's and the task's summaries over a run (it need not exist any more)."""
     condition, task = Path(run_dir).resolve().relative_to(Path(experiment_dir).resolve()).parts[:2]
     for summary in (f"{condition}/summary.csv", f"by-task/{task}.csv"):
         (Path(experiment_dir) / summary).unlink(missing_ok=True)

@@ -84,11 +84,10 @@ REQUESTED = "a finished session redone at the researcher's request (veriharness 
 
 
 class FinishedCopy(BaseModel):
-    """finished/finished.json: which run.json the session in finished/ ran under."""
+    """finished/finished.json: the sha256 of the run.json the session in finished/ ran under
+    (its status and times are in finished/outcome.json)."""
 
     run_json: str
-    status: str
-    finished_at: str
 
 
 class KeptAttempt(BaseModel):
@@ -152,13 +151,13 @@ def _run_json(run_dir: Path) -> str | None:
         return None
 
 
-def keep_finished(run_dir: Path, status: str, finished_at: str) -> Path:
+def keep_finished(run_dir: Path) -> Path:
     """Give the outcome and answer of a session that just ended a second name in finished/."""
     partial = run_dir / _PARTIAL
     partial.mkdir()
     for name in _DECLARED:
         _link_copy(run_dir / name, partial / name)
-    record = FinishedCopy(run_json=_run_json(run_dir) or "", status=status, finished_at=finished_at)
+    record = FinishedCopy(run_json=_run_json(run_dir) or "")
     atomic.write_json(partial / "finished.json", record.model_dump())
     os.replace(partial, run_dir / FINISHED)
     return run_dir / FINISHED
@@ -181,17 +180,17 @@ def _bring_back(run_dir: Path) -> None:
         _link_copy(run_dir / FINISHED / name, run_dir / name)
 
 
-def restore_finished(run_dir: Path) -> FinishedCopy | None:
-    """Restore the session in finished/ when it ran under the run.json the run has now; what it
-    was, or None when there is nothing to restore and the session is to be run."""
+def restore_finished(run_dir: Path) -> bool:
+    """Restore the session in finished/ when it ran under the run.json the run has now; False
+    when there is nothing to restore and the session is to be run."""
     copy = _finished_copy(run_dir)
     if copy is None or copy.run_json != _run_json(run_dir):
-        return None
+        return False
     _bring_back(run_dir)
     # Newer than run.json, which a rerun of prepare_run may have rewritten unchanged: otherwise
     # Snakemake would find the outcome out of date, and restore it again, on every invocation.
     os.utime(run_dir / "outcome.json")
-    return copy
+    return True
 
 
 def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | None:
@@ -226,14 +225,22 @@ def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | Non
     return target
 
 
+def _not_redoable(run_dir: Path) -> str | None:
+    """Why redo-session refuses a folder, or None."""
+    if not (run_dir / "run.json").is_file():
+        return f"run folder {str(run_dir)!r}: no run.json, so it is not a run folder"
+    if not (run_dir / "outcome.json").exists() and _finished_copy(run_dir) is None:
+        return f"run folder {str(run_dir)!r}: no finished session (no outcome.json)"
+    return None
+
+
 def redo_session(run_dir: Path) -> Path:
     """Move a run's session aside into attempts/<n>/ and remove what the later stages made of it,
     so that the next run of the workflow runs that session again; the attempt's folder."""
     run_dir = Path(run_dir)
-    if not (run_dir / "run.json").is_file():
-        raise ValueError(f"run folder {str(run_dir)!r}: no run.json, so it is not a run folder")
-    if not (run_dir / "outcome.json").exists() and _finished_copy(run_dir) is None:
-        raise ValueError(f"run folder {str(run_dir)!r}: no finished session (no outcome.json)")
+    refusal = _not_redoable(run_dir)
+    if refusal is not None:
+        raise ValueError(refusal)
     kept = keep_earlier_attempt(run_dir, REQUESTED)
     assert kept is not None  # outcome.json was there to move
     forget_later_stages(run_dir.parents[2], run_dir)
@@ -248,14 +255,11 @@ def add_redo_session_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_redo_session(args: argparse.Namespace) -> int:
-    for run_dir in args.run_dirs:  # all checked before any is moved
-        if not (run_dir / "run.json").is_file():
-            raise SystemExit(f"redo-session: {str(run_dir)!r} is not a run folder (no run.json)")
+    refusals = [r for r in map(_not_redoable, args.run_dirs) if r is not None]
+    if refusals:  # all checked before any is moved
+        raise SystemExit("redo-session: " + "; ".join(refusals))
     for run_dir in args.run_dirs:
-        try:
-            kept = redo_session(run_dir)
-        except ValueError as error:
-            raise SystemExit(f"redo-session: {error}") from None
+        kept = redo_session(run_dir)
         print(f"{run_dir}: session kept under {kept.relative_to(run_dir)}; the next run of the "
               "workflow runs it again")  # fmt: skip
     return 0

@@ -441,7 +441,7 @@ def run_session(
     atomic.write_text(plan.run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     if outcome.status != "not_started":
         try:
-            keep_finished(plan.run_dir, outcome.status, outcome.finished_at)
+            keep_finished(plan.run_dir)
         except OSError as error:  # the outcome stands; only its restorable copy is missing
             print(f"finished/ not written: {error}", file=sys.stderr)
     return outcome
@@ -834,8 +834,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     plan = plan_session(config, args.run_dir, args.task_dir)
-    restored = restore_finished(plan.run_dir)
-    if restored is not None:
+    if restore_finished(plan.run_dir):
+        restored = AgentOutcome.model_validate_json((plan.run_dir / "outcome.json").read_bytes())
         print(
             f"{args.run_dir}: {restored.status}, restored: this session finished at "
             f"{restored.finished_at} and is not run again (`veriharness redo-session "

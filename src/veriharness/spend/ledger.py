@@ -39,7 +39,11 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.superseded import forget_later_stages, move_to_superseded
+from veriharness._util.superseded import (
+    forget_later_stages,
+    forget_summaries,
+    move_to_superseded,
+)
 from veriharness.spend.prices import TokenCounts
 
 __all__ = [
@@ -414,7 +418,7 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
                 _clear_unpaid_outputs(experiment_dir, run_dir)
             else:
                 move_to_superseded(experiment_dir, run_dir)
-                forget_later_stages(experiment_dir, run_dir)  # the summaries over it
+                forget_summaries(experiment_dir, run_dir)
             done.append(run)
         os.ftruncate(fd, 0)
     return done
