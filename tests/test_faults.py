@@ -19,10 +19,11 @@ import pytest
 from veriharness._util.programs import find_claude
 from veriharness.agent.outcome import Waiting, classify
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
-from veriharness.agent.session import _KILL_GRACE_SECONDS, AgentOutcome, SessionPlan, run_session
+from veriharness.agent.session import _KILL_GRACE_SECONDS, SessionPlan, run_session
 from veriharness.offline import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
+from veriharness.runfolder.outcome import AgentOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.superseded import forget_later_stages
+from veriharness.runfolder.outcome import read_status
 
 __all__ = [
     "FINISHED",
@@ -104,14 +105,6 @@ class KeptAttempt(BaseModel):
 
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
-
-
-def _status(outcome: Path) -> str | None:
-    try:
-        status = json.loads(outcome.read_text()).get("status")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return status if isinstance(status, str) else None
 
 
 def _has_result(transcript: Path) -> bool:
@@ -213,7 +206,7 @@ def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | Non
     record = KeptAttempt(
         attempt=number,
         finished=finished,
-        status=_status(run_dir / "outcome.json") if finished else None,
+        status=read_status(run_dir) if finished else None,
         reason=reason or _reason(run_dir, finished),
         last_written_at=_iso(max((run_dir / name).stat().st_mtime for name in present)),
         kept_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -24,13 +24,12 @@ the model proxy's record and the CallMLLM trace).
 from __future__ import annotations
 
 import signal
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
+
+from veriharness.runfolder.outcome import Status
 
 __all__ = ["Status", "Waiting", "classify", "hung_upstream_s"]
 
-Status = Literal[
-    "ok", "failed", "timeout", "max_turns", "budget_exhausted", "not_started", "infra_error"
-]
 
 _UPSTREAM_STATUSES = {429, 529} | set(range(500, 600))
 _UNREACHABLE_HINTS = ("connection error", "econnrefused", "econnreset", "fetch failed", "timed out")

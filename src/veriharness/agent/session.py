@@ -38,7 +38,7 @@ from veriharness._util.redaction import Redactor
 from veriharness._util.run_files import read_jsonl
 from veriharness.agent.attempts import keep_earlier_attempt, keep_finished, restore_finished
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
-from veriharness.agent.outcome import Status, Waiting, classify
+from veriharness.agent.outcome import Waiting, classify
 from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
 from veriharness.agent.request_record import (
     REQUESTS_FILE,
@@ -51,6 +51,14 @@ from veriharness.agent.request_record import (
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.runfolder.outcome import (
+    AGENT_OUTCOME,
+    AgentOutcome,
+    Attempt,
+    SessionUsage,
+    Spend,
+    Status,
+)
 from veriharness.spend.ledger import (
     STOP_NAME,
     BudgetExhausted,
@@ -67,8 +75,6 @@ if TYPE_CHECKING:
 __all__ = [
     "USER_MESSAGE",
     "SessionPlan",
-    "Usage",
-    "AgentOutcome",
     "plan_session",
     "command_line",
     "session_environment",
@@ -152,70 +158,6 @@ def _spend_settings(
         max_usd=max_usd,
         max_usd_per_run=max_usd_per_run,
     )
-
-
-class Usage(BaseModel):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-
-
-class Attempt(BaseModel):
-    """One try of the session, as `outcome.json` lists it."""
-
-    attempt: int
-    status: Status
-    cause: str | None = None
-    started_at: str
-    finished_at: str
-    files: str | None = None  # where this attempt's files were kept, relative to the run folder
-
-
-class Spend(BaseModel):
-    """What the run cost at the experiment's prices (None: a price is missing). `agent_source`
-    says how the agent's part was measured: `session` prices the usage of Claude Code's result
-    event; `proxy` sums the agent proxy's per-request records."""
-
-    agent_usd: float | None = None
-    mllm_usd: float | None = None
-    total_usd: float | None = None
-    agent_source: Literal["session", "proxy"] | None = None
-
-
-class AgentOutcome(BaseModel):
-    kind: Literal["agent_outcome"] = "agent_outcome"
-    status: Status
-    api_error_status: int | None = None
-    attempts: list[Attempt] = Field(default_factory=list)
-    reason: Literal["budget"] | None = None  # why a session was not started or was ended early
-    spend: Spend = Field(default_factory=Spend)
-    exit_code: int | None = None
-    result_subtype: str | None = None
-    is_error: bool | None = None
-    num_turns: int | None = None
-    total_cost_usd: float | None = None
-    usage: Usage = Field(default_factory=Usage)
-    duration_ms: int | None = None
-    duration_api_ms: int | None = None
-    wall_seconds: float = 0.0
-    session_seconds: float | None = None  # the claude process alone, from start to exit
-    session_id: str | None = None
-    mllm_connected: bool | None = None
-    session_tools: list[str] | None = None  # the tools the session's init event listed
-    answer_present: bool = False
-    claude_version: str | None = None
-    sandboxed: bool | None = None  # None: recorded before the session boundary moved outside
-    offline: bool
-    model: str
-    user_message: str = USER_MESSAGE
-    command: list[str] = Field(default_factory=list)
-    environment: dict[str, str] = Field(default_factory=dict)
-    workspace: str | None = None
-    workspace_kept: bool = False
-    started_at: str
-    finished_at: str
-    error: str | None = None
 
 
 def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> SessionPlan:
@@ -438,7 +380,7 @@ def run_session(
         attempt.files = kept.relative_to(plan.run_dir).as_posix() if kept else None
         attempts.append(attempt)
     outcome.attempts = [*attempts, attempt]
-    atomic.write_text(plan.run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    AGENT_OUTCOME.write(plan.run_dir, outcome)
     if outcome.status != "not_started":
         try:
             keep_finished(plan.run_dir)
@@ -478,6 +420,7 @@ def _run_attempt(
         "workspace": str(workspace),
         "workspace_kept": plan.keep_workspace,
         "started_at": started,
+        "user_message": USER_MESSAGE,
     }
     try:
         prompt = Path(shutil.copyfile(plan.system_prompt, session_dir / "system_prompt.md"))
@@ -558,7 +501,7 @@ def _run_attempt(
         if not plan.keep_workspace:
             remove_workspace(workspace)
         remove_workspace(session_dir)
-    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    AGENT_OUTCOME.write(run_dir, outcome)
     if outcome.reason == "budget":
         note_stopped(plan.ledger, outcome.status)
     return outcome
@@ -614,7 +557,7 @@ def _not_started_for_budget(
         wall_seconds=round(time.monotonic() - clock, 3),
         error=message,
     )
-    atomic.write_text(run_dir / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    AGENT_OUTCOME.write(run_dir, outcome)
     note_stopped(plan.ledger, outcome.status)
     return outcome
 
@@ -796,11 +739,11 @@ def summarize_transcript(path: Path) -> dict[str, Any]:
                 session_id=event.get("session_id"),
                 api_error_status=event.get("api_error_status"),
                 result_text=event.get("result") if isinstance(event.get("result"), str) else None,
-                usage=Usage(
+                usage=SessionUsage(
                     **{
                         k: v
                         for k, v in (event.get("usage") or {}).items()
-                        if k in Usage.model_fields
+                        if k in SessionUsage.model_fields
                     }
                 ),
             )
@@ -835,7 +778,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     plan = plan_session(config, args.run_dir, args.task_dir)
     if restore_finished(plan.run_dir):
-        restored = AgentOutcome.model_validate_json((plan.run_dir / "outcome.json").read_bytes())
+        errors: list[str] = []
+        restored = AGENT_OUTCOME.read(plan.run_dir, errors)
+        if restored is None:
+            print(f"{args.run_dir}: restored outcome unreadable: {'; '.join(errors)}")
+            return 1
         print(
             f"{args.run_dir}: {restored.status}, restored: this session finished at "
             f"{restored.finished_at} and is not run again (`veriharness redo-session "

@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file, sha256_json
 from veriharness.experiment.config import (
     EXTERNAL_PREFIX,
@@ -30,9 +29,9 @@ from veriharness.experiment.config import (
     ExternalAnswers,
     load_config,
 )
+from veriharness.runfolder.outcome import EXTERNAL_OUTCOME, ExternalOutcome
 
 __all__ = [
-    "OUTCOME_KIND",
     "AnswerSource",
     "answer_source",
     "external_set",
@@ -41,8 +40,6 @@ __all__ = [
     "add_arguments",
     "run",
 ]
-
-OUTCOME_KIND = "external_answer"
 
 
 class AnswerSource(NamedTuple):
@@ -98,7 +95,7 @@ def external_answer_files(config: dict[str, Any], name: str, task: str) -> list[
 
 def import_answer(
     answers: ExternalAnswers, root: Path, tasks_dir: Path, task: str, run_dir: Path
-) -> dict[str, Any]:
+) -> ExternalOutcome:
     """Copy the answer into `run_dir/answer/` and write `run_dir/outcome.json`; returns it."""
     source = answer_source(answers, root, tasks_dir, task)
     answer_dir = run_dir / "answer"
@@ -118,20 +115,19 @@ def import_answer(
         if answers.source == "task_references"
         else f"{answers.dir}/<task>/answer.html"
     )
-    outcome = {
-        "kind": OUTCOME_KIND,
-        "status": "ok" if present else "missing_answer",
-        "set": answers.name,
-        "condition": EXTERNAL_PREFIX + answers.name,
-        "task": task,
-        "source": answers.source,
-        "source_path": shown_source,
-        "answer_present": present,
-        "files": files,
-        "answer_sha256": sha256_json(files) if present else None,
-        "error": None if present else f"the set has no answer for this task ({source.html})",
-    }
-    atomic.write_json(run_dir / "outcome.json", outcome)
+    outcome = ExternalOutcome(
+        status="ok" if present else "missing_answer",
+        set=answers.name,
+        condition=EXTERNAL_PREFIX + answers.name,
+        task=task,
+        source=answers.source,
+        source_path=shown_source,
+        answer_present=present,
+        files=files,
+        answer_sha256=sha256_json(files) if present else None,
+        error=None if present else f"the set has no answer for this task ({source.html})",
+    )
+    EXTERNAL_OUTCOME.write(run_dir, outcome)
     return outcome
 
 
@@ -161,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     outcome = import_answer(answers, root, root / config.tasks_dir, args.task, args.run_dir)
-    if outcome["status"] == "ok":
-        print(f"import-answer: {len(outcome['files'])} files -> {args.run_dir / 'answer'}")
+    if outcome.status == "ok":
+        print(f"import-answer: {len(outcome.files)} files -> {args.run_dir / 'answer'}")
     else:
-        print(f"import-answer: {args.task}: {outcome['error']}; listed as missing_answer")
+        print(f"import-answer: {args.task}: {outcome.error}; listed as missing_answer")
     return 0

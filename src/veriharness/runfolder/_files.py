@@ -1,0 +1,217 @@
+"""A run-folder file: its name, the model its writer uses, and a lenient reader.
+
+Writers are strict: they validate against the model and write atomically. Readers are lenient,
+because a run folder is evidence and a damaged file must not hide the rest of the run: a missing
+file, text that is not JSON, a line that is not an object or a field of the wrong type never
+raises. The problem is appended to the caller's error list, naming the file (and the field), and
+what could be read is returned: a field that fails validation is dropped, so the model's default
+(null) stands in for it, and only a file whose required fields are unusable reads as None.
+`collect` writes the list out as `read_errors`, so nothing read is dropped silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from veriharness._util import atomic
+
+__all__ = [
+    "JsonFile",
+    "JsonLinesFile",
+    "describe_validation",
+    "read_object",
+    "read_object_lines",
+    "read_text",
+    "salvage",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+# Salvage drops one failing field per error; a model cannot fail on more fields than this.
+_MAX_SALVAGE_ROUNDS = 64
+
+
+def describe_validation(error: ValidationError) -> str:
+    """Each problem as `field: message (got value)`."""
+    return "; ".join(
+        f"{_dotted(e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r:.60})"
+        for e in error.errors()
+    )
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def read_text(path: Path, name: str, errors: list[str], *, lenient: bool = False) -> str | None:
+    """The file's text, or None with "absent" or "unreadable" appended to `errors`; `lenient`
+    replaces bytes that are not UTF-8 instead of failing."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace" if lenient else "strict")
+    except FileNotFoundError:
+        errors.append(f"{name}: absent")
+    except OSError as exc:
+        errors.append(f"{name}: unreadable ({exc.strerror})")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    return None
+
+
+def read_object(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None with the problem appended to `errors`."""
+    text = read_text(path, name, errors)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        errors.append(f"{name}: invalid JSON ({exc})")
+        return None
+    if not isinstance(data, dict):
+        errors.append(f"{name}: expected a JSON object, got {type(data).__name__}")
+        return None
+    return data
+
+
+def read_object_lines(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]] | None:
+    """The object lines of a JSON-lines file; a bad line is reported and skipped, not fatal."""
+    text = read_text(path, name, errors, lenient=True)
+    if text is None:
+        return None
+    objects: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, line in _numbered(text):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            bad.append(number)
+            continue
+        if isinstance(value, dict):
+            objects.append(value)
+        else:
+            bad.append(number)
+    if bad:
+        shown = ", ".join(map(str, bad))
+        errors.append(f"{name}: {len(bad)} line(s) not a JSON object (line {shown})")
+    return objects
+
+
+def _numbered(text: str) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
+def _drop(data: Any, loc: tuple[int | str, ...]) -> bool:
+    """Remove the value at `loc` from nested dicts and lists; False when there is none."""
+    *parents, last = loc
+    for part in parents:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return False
+    if isinstance(data, dict) and last in data:
+        del data[last]
+        return True
+    if isinstance(data, list) and isinstance(last, int) and 0 <= last < len(data):
+        del data[last]
+        return True
+    return False
+
+
+def salvage(model: type[M], data: dict[str, Any], where: str, errors: list[str]) -> M | None:
+    """`data` as `model`, with each field that fails validation dropped and named in `errors`;
+    None when what is left still fails (a required field missing or unusable)."""
+    data = copy.deepcopy(data)
+    for _ in range(_MAX_SALVAGE_ROUNDS):
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            error = exc
+        dropped = False
+        # Deepest first, list items from the end, so one drop does not shift the next one's place.
+        for problem in sorted(error.errors(), key=_drop_order, reverse=True):
+            loc = tuple(problem["loc"])
+            if problem["type"] != "missing" and loc and _drop(data, loc):
+                shown = f"{problem['msg']} (got {problem.get('input')!r:.60})"
+                errors.append(f"{where}: {_dotted(loc)}: {shown}")
+                dropped = True
+        if not dropped:
+            errors.append(f"{where}: unusable ({describe_validation(error)})")
+            return None
+    errors.append(f"{where}: unusable (over {_MAX_SALVAGE_ROUNDS} invalid fields)")
+    return None
+
+
+def _drop_order(problem: Any) -> tuple[int, list[str]]:
+    loc = problem["loc"]
+    return len(loc), [str(part).zfill(9) for part in loc]
+
+
+@dataclass(frozen=True)
+class JsonFile(Generic[M]):
+    """One JSON object file of the run folder, written from `model`."""
+
+    name: str
+    model: type[M]
+
+    def path(self, run_dir: Path) -> Path:
+        return Path(run_dir) / self.name
+
+    def exists(self, run_dir: Path) -> bool:
+        return self.path(run_dir).is_file()
+
+    def read(self, run_dir: Path, errors: list[str]) -> M | None:
+        """The file as its model, leniently (see the module's notes)."""
+        data = read_object(self.path(run_dir), self.name, errors)
+        return None if data is None else salvage(self.model, data, self.name, errors)
+
+    def read_quietly(self, run_dir: Path) -> M | None:
+        """The file as its model, or None for any problem (for callers that only ask whether a
+        usable file is there)."""
+        return self.read(run_dir, [])
+
+    def write(self, run_dir: Path, value: M) -> Path:
+        path = self.path(run_dir)
+        atomic.write_json(path, value.model_dump(mode="json"))
+        return path
+
+
+@dataclass(frozen=True)
+class JsonLinesFile(Generic[M]):
+    """One JSON-lines file of the run folder, one `model` a line, appended as things happen."""
+
+    name: str
+    model: type[M]
+
+    def path(self, run_dir: Path) -> Path:
+        return Path(run_dir) / self.name
+
+    def exists(self, run_dir: Path) -> bool:
+        return self.path(run_dir).is_file()
+
+    def read(self, run_dir: Path, errors: list[str]) -> list[M] | None:
+        """Every usable line as the model (a line that is not an object, or whose required fields
+        are unusable, is named in `errors` and skipped); None when the file cannot be read."""
+        objects = read_object_lines(self.path(run_dir), self.name, errors)
+        if objects is None:
+            return None
+        items = []
+        for number, data in enumerate(objects, start=1):
+            item = salvage(self.model, data, f"{self.name} object {number}", errors)
+            if item is not None:
+                items.append(item)
+        return items
+
+    def append(self, run_dir: Path, item: M) -> None:
+        with self.path(run_dir).open("a", encoding="utf-8") as sink:
+            sink.write(item.model_dump_json() + "\n")
