@@ -49,8 +49,8 @@ from veriharness.agent.request_record import (
     read_requests,
 )
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
+from veriharness.experiment.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
     AgentOutcome,

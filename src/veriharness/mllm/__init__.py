@@ -1,4 +1,5 @@
-"""The `mllm` MCP server (CallMLLM): tool schema, model catalog, provider backends, trace.
+"""The `mllm` MCP server (CallMLLM): tool schema, provider backends, trace (the model catalog it
+serves is `experiment.catalog`).
 
 The agent stage starts the server outside the session's sandbox, over streamable HTTP on a
 loopback port, and tells the session only the address and a per-session token."""

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import httpx
 
-from veriharness.mllm.catalog import ProviderSettings
+from veriharness.experiment.catalog import ProviderSettings
 from veriharness.mllm.images import PreparedImage
 from veriharness.mllm.schema import JsonOutput, TextOutput
 

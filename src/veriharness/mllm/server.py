@@ -54,6 +54,12 @@ from veriharness._util import atomic
 from veriharness._util.lifetime import end_with_parent
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
+from veriharness.experiment.catalog import (
+    CatalogError,
+    ModelCatalog,
+    ProviderSettings,
+    load_catalog,
+)
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.backends import (
@@ -62,12 +68,6 @@ from veriharness.mllm.backends import (
     ProviderError,
     backend_for,
     make_client,
-)
-from veriharness.mllm.catalog import (
-    CatalogError,
-    ModelCatalog,
-    ProviderSettings,
-    load_catalog,
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.schema import (
