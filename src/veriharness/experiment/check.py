@@ -48,6 +48,7 @@ from veriharness.experiment.config import (
     parse_json_overrides,
     resolve_task_ids,
 )
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     AssembledPrompt,
@@ -78,7 +79,6 @@ from veriharness.experiment.record import (
 )
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.mllm.schema import tool_contract_sha256
-from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 
 __all__ = [
     "ModelCheckError",

@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.spend.prices import PriceSettings
 
 __all__ = [
@@ -111,7 +112,7 @@ class AgentSettings(_Strict):
     reference or a loopback URL (records never hold a private address)."""
     api_key_env: str = Field(default="ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Name of the environment variable holding the API key (never the key itself)."""
-    model: str = "veriharness-offline-agent-1"
+    model: str = OFFLINE_AGENT_MODEL
     """Agent model name, checked with the provider at experiment start. Placeholders (your-model,
     TODO, <model>, changeme, empty) are refused."""
     max_turns: int = Field(default=40, ge=1)
