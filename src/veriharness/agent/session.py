@@ -50,6 +50,7 @@ from veriharness.agent.request_record import (
 )
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
 from veriharness.experiment.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.experiment.prices import TokenPrice
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
@@ -67,7 +68,7 @@ from veriharness.spend.ledger import (
     note_stopped,
     read_stop,
 )
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
+from veriharness.spend.prices import TokenCounts, cost_usd
 
 if TYPE_CHECKING:
     from veriharness.experiment.config import ExperimentConfig

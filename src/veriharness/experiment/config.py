@@ -41,7 +41,7 @@ from pydantic import (
 
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
-from veriharness.spend.prices import PriceSettings
+from veriharness.experiment.prices import PriceSettings
 
 __all__ = [
     "ConfigError",

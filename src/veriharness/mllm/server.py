@@ -60,6 +60,7 @@ from veriharness.experiment.catalog import (
     ProviderSettings,
     load_catalog,
 )
+from veriharness.experiment.prices import TokenPrice
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.mllm.backends import (
@@ -93,7 +94,7 @@ from veriharness.mllm.trace import (
     now,
 )
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
+from veriharness.spend.prices import TokenCounts, cost_usd
 
 __all__ = [
     "MllmSpend",
