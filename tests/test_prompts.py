@@ -19,7 +19,7 @@ from veriharness.experiment.prompts import (
     resolve_module,
 )
 from veriharness.experiment.taxonomy import load_taxonomy
-from veriharness.mllm.schema import CallRequest
+from veriharness.experiment.tool_contract import CallRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"

@@ -13,6 +13,14 @@ import pytest
 from mllm_test_data import noise_image, read_trace
 
 from veriharness.experiment.catalog import CatalogError, ProviderSettings
+from veriharness.experiment.tool_contract import (
+    CallRequest,
+    ImageInput,
+    JsonOutput,
+    RequestRefused,
+    TextOutput,
+    check_reply,
+)
 from veriharness.mllm.backends import (
     AnthropicMessagesBackend,
     ModelRequest,
@@ -22,18 +30,10 @@ from veriharness.mllm.backends import (
     splice_images,
 )
 from veriharness.mllm.images import prepare_image, resolve_image_path
-from veriharness.mllm.schema import (
-    CallRequest,
-    ImageInput,
-    JsonOutput,
-    RequestRefused,
-    TextOutput,
-    check_reply,
-)
 from veriharness.mllm.trace import CallRejected, TraceWriter
 
 MODULES = [
-    "mllm.schema",
+    "experiment.tool_contract",
     "mllm.images",
     "mllm.backends",
     "mllm.trace",

@@ -33,6 +33,7 @@ from veriharness.annotate.rules import RULES_ID, RULES_VERSION, rule_codes
 from veriharness.experiment.catalog import ModelCatalog, ModelProfile
 from veriharness.experiment.prompts import load_module, resolve_module
 from veriharness.experiment.taxonomy import Taxonomy
+from veriharness.experiment.tool_contract import ImageInput, JsonOutput, RequestRefused
 from veriharness.mllm.backends import (
     ModelRequest,
     PreparedText,
@@ -41,7 +42,6 @@ from veriharness.mllm.backends import (
     make_client,
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import ImageInput, JsonOutput, RequestRefused
 
 __all__ = [
     "RECORD_KIND",

@@ -78,7 +78,7 @@ from veriharness.experiment.record import (
     task_identity,
 )
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
-from veriharness.mllm.schema import tool_contract_sha256
+from veriharness.experiment.tool_contract import tool_contract_sha256
 
 __all__ = [
     "ModelCheckError",

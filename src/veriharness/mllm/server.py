@@ -62,16 +62,7 @@ from veriharness.experiment.catalog import (
 )
 from veriharness.experiment.prices import TokenPrice
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
-from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.backends import (
-    ModelRequest,
-    PreparedText,
-    ProviderError,
-    backend_for,
-    make_client,
-)
-from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import (
+from veriharness.experiment.tool_contract import (
     TOOL_DESCRIPTION,
     CallRequest,
     ReplyCheck,
@@ -81,6 +72,15 @@ from veriharness.mllm.schema import (
     describe_validation_error,
     request_json_schema,
 )
+from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
+from veriharness.mllm.backends import (
+    ModelRequest,
+    PreparedText,
+    ProviderError,
+    backend_for,
+    make_client,
+)
+from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.trace import (
     CallCompleted,
     CallFailed,
