@@ -27,7 +27,7 @@ VERBS: dict[str, Verb] = {
     "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool (stdio or HTTP)"),
     "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
     "check-experiment": Verb(
-        "veriharness.experiment.check", "validate an experiment and write its experiment.json"
+        "veriharness.prepare.verbs", "validate an experiment and write its experiment.json"
     ),
     "hash-files": Verb(
         "veriharness.prepare.input_digests", "write the sha256 digests of some files"
