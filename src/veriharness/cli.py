@@ -50,7 +50,7 @@ VERBS: dict[str, Verb] = {
     "compare": Verb("veriharness.collect.compare", "compare pairs of conditions, paired by task"),
     "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
     "status": Verb(
-        "veriharness.report.status", "runs done, running and left, and the spend, per condition"
+        "veriharness.report.verbs", "runs done, running and left, and the spend, per condition"
     ),
     "record": Verb("veriharness.experiment.record", "inspect experiment and run records (diff)"),
 }
