@@ -73,7 +73,7 @@ def session_bodies(folder: Path) -> list[bytes]:
     """The Messages API bodies one real offline session (B3 present) sent its model."""
     from veriharness._util.programs import find_claude
     from veriharness.agent.session import SessionPlan, run_session
-    from veriharness.offline import OFFLINE_AGENT_MODEL
+    from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
     run_dir = folder / "run"
     run_dir.mkdir()

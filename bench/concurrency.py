@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from veriharness._util.programs import find_claude  # noqa: E402
 from veriharness.agent.session import SessionPlan, run_session  # noqa: E402
-from veriharness.offline import OFFLINE_AGENT_MODEL  # noqa: E402
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL  # noqa: E402
 from veriharness.offline.server import FAULTS_ENV  # noqa: E402
 from veriharness.render.guard import descendants  # noqa: E402
 

@@ -20,7 +20,7 @@ from veriharness._util.programs import find_claude
 from veriharness.agent.outcome import Waiting, classify
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import _KILL_GRACE_SECONDS, SessionPlan, run_session
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
 from veriharness.runfolder.outcome import AgentOutcome

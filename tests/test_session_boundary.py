@@ -21,7 +21,7 @@ import pytest
 from veriharness._util.programs import find_claude
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import SessionPlan, run_session
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.agent_policy import SNOOP_MARKER
 from veriharness.offline.server import running_offline_server
 from veriharness.runfolder.outcome import AgentOutcome

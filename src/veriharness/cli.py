@@ -27,7 +27,7 @@ VERBS: dict[str, Verb] = {
     "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool (stdio or HTTP)"),
     "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
     "check-experiment": Verb(
-        "veriharness.experiment.check", "validate an experiment and write its experiment.json"
+        "veriharness.prepare.verbs", "validate an experiment and write its experiment.json"
     ),
     "hash-files": Verb(
         "veriharness.prepare.input_digests", "write the sha256 digests of some files"
@@ -50,7 +50,7 @@ VERBS: dict[str, Verb] = {
     "compare": Verb("veriharness.collect.compare", "compare pairs of conditions, paired by task"),
     "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
     "status": Verb(
-        "veriharness.spend.status", "runs done, running and left, and the spend, per condition"
+        "veriharness.report.verbs", "runs done, running and left, and the spend, per condition"
     ),
     "record": Verb("veriharness.experiment.record", "inspect experiment and run records (diff)"),
 }

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -49,8 +49,11 @@ from veriharness.agent.request_record import (
     read_requests,
 )
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
+from veriharness.experiment.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.experiment.config import ExperimentConfig, load_config
+from veriharness.experiment.prices import TokenPrice
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.offline.server import running_offline_server
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
     AgentOutcome,
@@ -67,10 +70,7 @@ from veriharness.spend.ledger import (
     note_stopped,
     read_stop,
 )
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
-
-if TYPE_CHECKING:
-    from veriharness.experiment.config import ExperimentConfig
+from veriharness.spend.prices import TokenCounts, cost_usd
 
 __all__ = [
     "USER_MESSAGE",
@@ -303,8 +303,6 @@ def _model_endpoint(plan: SessionPlan) -> Iterator[str | None]:
     if not (plan.offline or plan.offline_profiles):
         yield None
         return
-    from veriharness.offline.server import running_offline_server
-
     log = plan.run_dir / "model_requests.jsonl" if plan.log_model_requests else None
     with running_offline_server(request_log=log) as url:
         yield url
@@ -771,8 +769,6 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from veriharness.experiment.config import load_config
-
     signal.signal(signal.SIGTERM, _interrupt)  # end the session too, as for Ctrl-C
 
     config = load_config(args.config)

@@ -30,8 +30,10 @@ from pydantic import BaseModel
 from veriharness._util.hashing import sha256_file, sha256_json
 from veriharness.annotate.calls import CallView
 from veriharness.annotate.rules import RULES_ID, RULES_VERSION, rule_codes
+from veriharness.experiment.catalog import ModelCatalog, ModelProfile
 from veriharness.experiment.prompts import load_module, resolve_module
 from veriharness.experiment.taxonomy import Taxonomy
+from veriharness.experiment.tool_contract import ImageInput, JsonOutput, RequestRefused
 from veriharness.mllm.backends import (
     ModelRequest,
     PreparedText,
@@ -39,9 +41,7 @@ from veriharness.mllm.backends import (
     backend_for,
     make_client,
 )
-from veriharness.mllm.catalog import ModelCatalog, ModelProfile
 from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import ImageInput, JsonOutput, RequestRefused
 
 __all__ = [
     "RECORD_KIND",

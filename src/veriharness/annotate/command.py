@@ -16,6 +16,7 @@ from veriharness.annotate.annotators import (
     rules_info,
 )
 from veriharness.annotate.calls import trace_calls
+from veriharness.experiment.catalog import CatalogError, load_catalog
 from veriharness.experiment.config import (
     ConfigError,
     ExperimentConfig,
@@ -24,7 +25,6 @@ from veriharness.experiment.config import (
 )
 from veriharness.experiment.prompts import PromptError
 from veriharness.experiment.taxonomy import load_taxonomy
-from veriharness.mllm.catalog import CatalogError, load_catalog
 
 __all__ = ["annotator_info", "annotator_digest", "annotate_run", "add_arguments", "run"]
 

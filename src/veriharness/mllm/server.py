@@ -54,23 +54,15 @@ from veriharness._util import atomic
 from veriharness._util.lifetime import end_with_parent
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
-from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
-from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.backends import (
-    ModelRequest,
-    PreparedText,
-    ProviderError,
-    backend_for,
-    make_client,
-)
-from veriharness.mllm.catalog import (
+from veriharness.experiment.catalog import (
     CatalogError,
     ModelCatalog,
     ProviderSettings,
     load_catalog,
 )
-from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import (
+from veriharness.experiment.prices import TokenPrice
+from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
+from veriharness.experiment.tool_contract import (
     TOOL_DESCRIPTION,
     CallRequest,
     ReplyCheck,
@@ -80,6 +72,15 @@ from veriharness.mllm.schema import (
     describe_validation_error,
     request_json_schema,
 )
+from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
+from veriharness.mllm.backends import (
+    ModelRequest,
+    PreparedText,
+    ProviderError,
+    backend_for,
+    make_client,
+)
+from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.trace import (
     CallCompleted,
     CallFailed,
@@ -93,7 +94,7 @@ from veriharness.mllm.trace import (
     now,
 )
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
+from veriharness.spend.prices import TokenCounts, cost_usd
 
 __all__ = [
     "MllmSpend",

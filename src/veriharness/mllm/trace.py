@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from veriharness.mllm.schema import ParseStatus, Region
+from veriharness.experiment.tool_contract import ParseStatus, Region
 
 __all__ = [
     "TracedText",

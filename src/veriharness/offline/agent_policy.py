@@ -34,7 +34,7 @@ import shlex
 from typing import Any, Literal, NamedTuple
 
 from veriharness._util.hashing import sha256_json
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.page import LayoutError, apply_review, build_page
 from veriharness.offline.sse import (
     AssistantMessage,

@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
 from veriharness.offline.sse import approx_tokens, encode_sse
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from veriharness._util import atomic
-from veriharness.experiment.check import (
+from veriharness.experiment.config import ConfigError
+from veriharness.experiment.definition import (
     DEFINITION_ERRORS,
     Definition,
     add_common_arguments,
@@ -29,7 +30,6 @@ from veriharness.experiment.check import (
     load_from_args,
     resolved_models,
 )
-from veriharness.experiment.config import ConfigError
 from veriharness.experiment.prompts import AssembledPrompt
 from veriharness.experiment.provenance import collect_provenance
 from veriharness.experiment.record import (

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from veriharness._util.caveats import caveat_lines, run_caveats
-from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_comparison,
@@ -37,6 +37,7 @@ from veriharness.report.plots import (
     plot_metrics_by_condition,
 )
 from veriharness.report.run_page import CSS, PageJob, esc, run_page
+from veriharness.report.status import experiment_record, money
 from veriharness.spend.ledger import ledger_path, newest_entry
 
 __all__ = [
@@ -72,7 +73,7 @@ def _number(value: object) -> str:
 
 def _record(exp_dir: Path) -> dict[str, Any]:
     try:
-        return read_record(exp_dir / "experiment.json", EXPERIMENT_RECORD)
+        return experiment_record(exp_dir)
     except RecordError:
         return {}
 
@@ -106,10 +107,6 @@ def _comparison_html(exp_dir: Path) -> str:
     ]
     head = ["pair", "measure", "better", "tasks", "baseline", "treatment", "diff", "95% CI"]
     return _table(rows, head) + "<p>Details: <code>comparison.md</code>.</p>"
-
-
-def _money(value: object) -> str:
-    return "–" if value is None or pd.isna(value) else f"${float(value):,.4f}"  # type: ignore[arg-type]
 
 
 def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
@@ -146,12 +143,12 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         ],
         [
             "spend (our prices)",
-            f"{_money(spend('cost_usd'))}: agent {_money(spend('agent_cost_usd'))}, "
-            f"CallMLLM {_money(spend('mllm_cost_usd'))}; ledger "
-            f"{_money(ledger.total_usd if ledger else None)} of max_usd "
-            f"{_money(execution.get('max_usd'))}",
+            f"{money(spend('cost_usd'))}: agent {money(spend('agent_cost_usd'))}, "
+            f"CallMLLM {money(spend('mllm_cost_usd'))}; ledger "
+            f"{money(ledger.total_usd if ledger else None)} of max_usd "
+            f"{money(execution.get('max_usd'))}",
         ],
-        ["spend (Claude Code's own)", _money(spend("claude_cost_usd"))],
+        ["spend (Claude Code's own)", money(spend("claude_cost_usd"))],
     ]
     summary = _comparison_summary(exp_dir)
     left = [
