@@ -36,6 +36,13 @@ from veriharness.collect.columns import (
     RunKeys,
     RunRow,
 )
+from veriharness.runfolder._files import read_object
+from veriharness.runfolder.audit import AUDIT
+from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
+from veriharness.runfolder.metrics import METRICS
+from veriharness.runfolder.outcome import NAME as OUTCOME_NAME
+from veriharness.runfolder.render import RENDER_NAME
+from veriharness.runfolder.run_record import RUN_RECORD
 
 __all__ = ["RunKey", "RunExtract", "FamilyValue", "run_keys", "run_record_path", "extract_run"]
 
@@ -74,37 +81,30 @@ def run_keys(experiment: str, key: RunKey) -> RunKeys:
 
 def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
     """One row per call annotation of `inferred_tags.json` (absent before annotation ran)."""
-    path = run_dir / "inferred_tags.json"
-    if not path.is_file():
+    if not INFERRED_TAGS.exists(run_dir):
         return []
-    record = load_json(path, "inferred_tags.json", errors) or {}
-    raw_annotator, raw_calls = record.get("annotator"), record.get("calls")
-    annotator: dict[str, Any] = raw_annotator if isinstance(raw_annotator, dict) else {}
-    calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
+    record = read_inferred_tags(run_dir, errors)
+    if record is None:
+        return []
+    annotator = record.annotator
     shared: InferredFields = {
-        "annotator_kind": annotator.get("kind"),
-        "annotator": annotator.get("id"),
-        "annotator_version": annotator.get("version"),
-        "annotator_prompt_sha256": annotator.get("prompt_sha256"),
-        "annotator_profile": annotator.get("profile"),
+        "annotator_kind": annotator.kind,
+        "annotator": annotator.id,
+        "annotator_version": annotator.version,
+        "annotator_prompt_sha256": annotator.prompt_sha256,
+        "annotator_profile": annotator.profile,
     }
-    rows: list[InferredFields] = []
-    for call in calls:
-        if not isinstance(call, dict):
-            errors.append("inferred_tags.json: a call is not an object")
-            continue
-        codes, invalid = call.get("codes"), call.get("invalid_codes")
-        rows.append(
-            {
-                **shared,
-                "call_id": call.get("call_id"),
-                "status": call.get("status"),
-                "codes": [str(c) for c in codes] if isinstance(codes, list) else [],
-                "invalid_codes": [str(c) for c in invalid] if isinstance(invalid, list) else [],
-                "error": call.get("error"),
-            }
-        )
-    return rows
+    return [
+        {
+            **shared,
+            "call_id": call.call_id,
+            "status": call.status,
+            "codes": list(call.codes),
+            "invalid_codes": list(call.invalid_codes),
+            "error": call.error,
+        }
+        for call in record.calls
+    ]
 
 
 # Written by the model proxy (veriharness.agent.request_record); runs made before it have none.
@@ -258,6 +258,13 @@ def _flat_family(
         )
 
 
+def _read_object(run_dir: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
+    """A run file as the JSON object it holds, for the columns read by their declared source
+    (``file:path``); `tests/runfolder/test_column_sources.py` checks each source against the
+    file's model, and `typed_value` gives each value its column's type."""
+    return read_object(run_dir / name, name, errors)
+
+
 def run_record_path(experiment: str, key: RunKey) -> str:
     """The `run_record` column: run.json's path relative to results/."""
     return f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
@@ -273,15 +280,15 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["status"], row["reason"], row["read_errors"] = "missing", "run folder is absent", ""
         return RunExtract(row)
     errors: list[str] = []
-    outcome = load_json(run_dir / "outcome.json", "outcome.json", errors)
+    outcome = _read_object(run_dir, OUTCOME_NAME, errors)
     # An external answer has no run record, transcript or trace: their absence is no error.
     external = isinstance(outcome, dict) and outcome.get("kind") == _EXTERNAL_KIND
-    session_files = () if external else ("run.json",)
+    session_files = () if external else (RUN_RECORD.name,)
     docs = {
-        name: load_json(run_dir / name, name, errors)
-        for name in (*session_files, "metrics.json", "audit.json", "render/render.json")
+        name: _read_object(run_dir, name, errors)
+        for name in (*session_files, METRICS.name, AUDIT.name, RENDER_NAME)
     }
-    docs["outcome.json"] = outcome
+    docs[OUTCOME_NAME] = outcome
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
     _set_columns(row, _file_columns(docs, errors))
     row["status"], row["reason"] = _status(run_dir, docs, outcome_error)

@@ -34,7 +34,8 @@ from veriharness.render.browser import (
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.dom import (
+from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
+from veriharness.runfolder.render import (
     DomRecord,
     FailedStep,
     RenderLimits,
@@ -43,9 +44,8 @@ from veriharness.render.dom import (
     Status,
     Timings,
 )
-from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
-# The dom.json and render.json models live in render_dom; the browser session in render_browser.
+# The dom.json and render.json models live in runfolder.render; the browser session in browser.
 __all__ = [
     "BatchItem",
     "render_answer",
