@@ -36,7 +36,8 @@ from veriharness.collect.columns import (
     RunKeys,
     RunRow,
 )
-from veriharness.runfolder._files import read_object
+from veriharness.runfolder._files import read_object, read_object_lines
+from veriharness.runfolder.agent_requests import AGENT_REQUESTS as REQUESTS_FILE
 from veriharness.runfolder.audit import AUDIT
 from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
 from veriharness.runfolder.metrics import METRICS
@@ -107,22 +108,20 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
     ]
 
 
-# Written by the model proxy (veriharness.agent.request_record); runs made before it have none.
-_REQUESTS_FILE = "agent_requests.jsonl"
-
-
 def _request_rows(run_dir: Path, errors: list[str]) -> list[RequestFields] | None:
-    """The agent_requests rows of one run (without the run keys); None when it has no file."""
-    if not (run_dir / _REQUESTS_FILE).exists():
+    """The agent_requests rows of one run (without the run keys); None when it has no file (runs
+    made before the model proxy). Each line is read as the object it holds, like the other
+    declared sources (`_read_object`), so a bad value loses its column, not its line."""
+    if not REQUESTS_FILE.exists(run_dir):
         return None
-    records = read_jsonl(run_dir / _REQUESTS_FILE, _REQUESTS_FILE, errors) or []
+    records = read_object_lines(REQUESTS_FILE.path(run_dir), REQUESTS_FILE.name, errors) or []
     rows: list[RequestFields] = []
     for seq, record in enumerate(records):
         values: dict[str, object] = {"seq": seq}
         for col in AGENT_REQUESTS:
             file, _, name = col.source.partition(":")
             if file == "agent_requests":
-                where = f"{_REQUESTS_FILE} line {seq + 1} {name}"
+                where = f"{REQUESTS_FILE.name} line {seq + 1} {name}"
                 values[col.name] = typed_value(record.get(name), col.dtype, where, errors)
         rows.append(cast(RequestFields, values))
     return rows
