@@ -30,7 +30,8 @@ from veriharness.mllm.schema import (
     TextOutput,
     check_reply,
 )
-from veriharness.mllm.trace import CallRejected, TraceWriter
+from veriharness.mllm.trace import TraceWriter
+from veriharness.runfolder.mllm_trace import CallRejected
 
 MODULES = ["schema", "images", "backends", "trace", "server", "catalog"]
 

@@ -49,7 +49,7 @@ def annotate_run(
     config: ExperimentConfig, root: Path, run_dir: Path, task_dir: Path
 ) -> AnnotationRecord:
     errors: list[str] = []
-    calls = trace_calls(run_dir / "mllm_trace.jsonl", errors)
+    calls = trace_calls(run_dir, errors)
     taxonomy = load_taxonomy(root / config.taxonomy)
     info = annotator_info(config, root)
     if info.kind == "rule-based":

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from veriharness._util.hashing import sha256_json
+from veriharness.runfolder.mllm_trace import ParseStatus, Region
 
 __all__ = [
     "RequestRefused",
@@ -47,7 +48,6 @@ __all__ = [
     "request_json_schema",
 ]
 
-ParseStatus = Literal["not_applicable", "ok", "invalid_json", "schema_invalid", "check_failed"]
 _SHOWN_VALUE_CHARS = 120
 _SHOWN_DIAGNOSTIC_CHARS = 300
 _BRANCHES = ("text", "image", "json")
@@ -66,16 +66,6 @@ TOOL_DESCRIPTION = (
 
 class RequestRefused(ValueError):
     """A request the server refuses before any model call; the message is for the agent."""
-
-
-class Region(BaseModel):
-    """A rectangle in pixels of the original image, measured from its top-left corner."""
-
-    model_config = ConfigDict(extra="forbid")
-    x: int = Field(ge=0, strict=True, description="Left edge, pixels from the image's left.")
-    y: int = Field(ge=0, strict=True, description="Top edge, pixels from the image's top.")
-    width: int = Field(gt=0, strict=True, description="Width in pixels (> 0).")
-    height: int = Field(gt=0, strict=True, description="Height in pixels (> 0).")
 
 
 class TextInput(BaseModel):

@@ -80,17 +80,16 @@ from veriharness.mllm.schema import (
     describe_validation_error,
     request_json_schema,
 )
-from veriharness.mllm.trace import (
+from veriharness.mllm.trace import TraceWriter, now
+from veriharness.runfolder.mllm_trace import (
     CallCompleted,
     CallFailed,
     CallRejected,
     CallStarted,
+    CallUsage,
     TaxonomyRef,
     TracedImage,
     TracedText,
-    TraceWriter,
-    Usage,
-    now,
 )
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
 from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
@@ -222,7 +221,7 @@ class CallService:
                 raw_response=reply.text,
                 parse_status=check.parse_status,
                 diagnostic=check.diagnostic,
-                usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
+                usage=CallUsage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
                 provider_model=reply.provider_model,
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,
