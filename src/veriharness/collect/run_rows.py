@@ -4,7 +4,7 @@ tables are built from.
 
 Design notes:
 
-- Readers are defensive (`run_files`): a missing file, a line that is not JSON or a value of the
+- Readers are defensive (`runfolder`): a missing file, a line that is not JSON or a value of the
   wrong type never raises; the value becomes null and the problem is appended to the run's error
   list, which `collect` writes out as `read_errors`. Nothing read is dropped silently.
 - Tool uses and CallMLLM calls, and the link between them, come from `calls`.
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
-from veriharness._util.run_files import load_json, read_jsonl, typed_value
 from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
 from veriharness.collect.columns import (
     AGENT_REQUEST_SUMS,
@@ -36,14 +35,17 @@ from veriharness.collect.columns import (
     RunKeys,
     RunRow,
 )
+from veriharness.collect.typed import typed_value
 from veriharness.runfolder._files import read_object, read_object_lines
 from veriharness.runfolder.agent_requests import AGENT_REQUESTS as REQUESTS_FILE
+from veriharness.runfolder.attempts import ATTEMPTS, attempt_numbers, read_attempt
 from veriharness.runfolder.audit import AUDIT
 from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
 from veriharness.runfolder.metrics import METRICS
 from veriharness.runfolder.outcome import NAME as OUTCOME_NAME
 from veriharness.runfolder.render import RENDER_NAME
 from veriharness.runfolder.run_record import RUN_RECORD
+from veriharness.runfolder.transcript import read_transcript
 
 __all__ = ["RunKey", "RunExtract", "FamilyValue", "run_keys", "run_record_path", "extract_run"]
 
@@ -168,21 +170,19 @@ def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[in
     """`attempts` and `attempt_causes` from the kept attempts (`agent/attempts.py`): each
     `attempts/<n>/` is an earlier attempt, finished (its outcome.json says why it was redone) or
     lost; the run's own outcome.json is one more, unless no session was started."""
-    kept = sorted(
-        (int(p.name) for p in (run_dir / "attempts").glob("*") if p.name.isdigit()),
-    )
+    kept = attempt_numbers(run_dir)
     causes = []
     for number in kept:
-        folder = f"attempts/{number}"
-        record = load_json(run_dir / folder / "attempt.json", f"{folder}/attempt.json", errors)
-        record = record if isinstance(record, dict) else {}
-        if record.get("finished"):
-            earlier = load_json(run_dir / folder / "outcome.json", f"{folder}/outcome.json", errors)
-            earlier = earlier if isinstance(earlier, dict) else {}
-            status = earlier.get("status") or record.get("status")
-            cause = earlier.get("error") or record.get("reason")
+        folder = f"{ATTEMPTS}/{number}"
+        record = read_attempt(run_dir, number, errors)
+        if record is not None and record.finished:
+            # Read as the object it holds: a kept outcome may be of any age.
+            name = f"{folder}/{OUTCOME_NAME}"
+            earlier = read_object(run_dir / name, name, errors) or {}
+            status = earlier.get("status") or record.status
+            cause = earlier.get("error") or record.reason
         else:
-            status, cause = "lost", record.get("reason")
+            status, cause = "lost", record.reason if record is not None else None
         causes.append(f"{folder}: {status}: {cause or 'no cause recorded'}")
     reported = isinstance(outcome, dict) and outcome.get("status") not in (None, "not_started")
     count = len(kept) + int(reported)
@@ -308,7 +308,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     if external:
         tools, calls = None, None
     else:
-        events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
+        events = read_transcript(run_dir, errors)
         tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
         calls = linked_call_rows(run_dir, uses, errors)
     if tools is not None:

@@ -14,8 +14,10 @@ from veriharness.runfolder._files import JsonFile, read_object, salvage
 
 __all__ = [
     "ATTEMPTS",
+    "ATTEMPT_NAME",
     "FINISHED",
     "FINISHED_COPY",
+    "FINISHED_RECORD",
     "FinishedCopy",
     "KeptAttempt",
     "attempt_numbers",
@@ -23,7 +25,9 @@ __all__ = [
 ]
 
 ATTEMPTS = "attempts"
+ATTEMPT_NAME = "attempt.json"
 FINISHED = "finished"
+FINISHED_RECORD = "finished.json"
 
 
 class FinishedCopy(BaseModel):
@@ -38,14 +42,14 @@ class KeptAttempt(BaseModel):
 
     attempt: int
     finished: bool
-    status: str | None
+    status: str | None = None  # None: a lost attempt wrote no outcome
     reason: str
     last_written_at: str
     kept_at: str
     files: list[str]
 
 
-FINISHED_COPY = JsonFile(f"{FINISHED}/finished.json", FinishedCopy)
+FINISHED_COPY = JsonFile(f"{FINISHED}/{FINISHED_RECORD}", FinishedCopy)
 
 
 def attempt_numbers(run_dir: Path) -> list[int]:
@@ -55,6 +59,6 @@ def attempt_numbers(run_dir: Path) -> list[int]:
 
 def read_attempt(run_dir: Path, number: int, errors: list[str]) -> KeptAttempt | None:
     """attempts/<number>/attempt.json, leniently (`_files`), named with its folder."""
-    name = f"{ATTEMPTS}/{number}/attempt.json"
+    name = f"{ATTEMPTS}/{number}/{ATTEMPT_NAME}"
     data = read_object(Path(run_dir) / name, name, errors)
     return None if data is None else salvage(KeptAttempt, data, name, errors)
