@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from veriharness.runfolder.spend import TokenCounts
+
+# TokenCounts is the run folder's (spend.jsonl records it); named here for its users.
 __all__ = ["TokenPrice", "TokenCounts", "PriceSettings", "FREE", "cost_usd"]
 
 _MILLION = 1_000_000
@@ -30,31 +33,6 @@ class TokenPrice(BaseModel):
 
 
 FREE = TokenPrice(input=0, output=0, cache_read=0, cache_write=0)
-
-
-class TokenCounts(BaseModel):
-    """Tokens of one request (or a sum of requests); None counts as 0."""
-
-    model_config = ConfigDict(frozen=True)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @classmethod
-    def of(
-        cls,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-        cache_write_tokens: int | None = None,
-    ) -> TokenCounts:
-        return cls(
-            input_tokens=input_tokens or 0,
-            output_tokens=output_tokens or 0,
-            cache_read_tokens=cache_read_tokens or 0,
-            cache_write_tokens=cache_write_tokens or 0,
-        )
 
 
 class PriceSettings(BaseModel):
