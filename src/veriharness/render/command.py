@@ -26,8 +26,8 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, describe_validation, read_batch_file
 from veriharness._util.hashing import sha256_file
-from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
     Capture,

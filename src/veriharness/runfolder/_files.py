@@ -22,11 +22,11 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import describe_validation
 
 __all__ = [
     "JsonFile",
     "JsonLinesFile",
-    "describe_validation",
     "read_object",
     "read_object_lines",
     "read_text",
@@ -37,14 +37,6 @@ M = TypeVar("M", bound=BaseModel)
 
 # Salvage drops one failing field per error; a model cannot fail on more fields than this.
 _MAX_SALVAGE_ROUNDS = 64
-
-
-def describe_validation(error: ValidationError) -> str:
-    """Each problem as `field: message (got value)`."""
-    return "; ".join(
-        f"{_dotted(e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r:.60})"
-        for e in error.errors()
-    )
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

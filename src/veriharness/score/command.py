@@ -31,11 +31,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, read_batch_file
 from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
-from veriharness._util.run_files import BatchFileError, read_batch_file
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
 from veriharness.runfolder.metrics import METRICS, MetricsRecord
 from veriharness.score import SCORER_VERSION
