@@ -22,7 +22,8 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from veriharness._util.hashing import sha256_bytes
-from veriharness.mllm.schema import ImageInput, Region, RequestRefused
+from veriharness.mllm.schema import ImageInput, RequestRefused
+from veriharness.runfolder.mllm_trace import Region
 
 __all__ = [
     "MAX_PIXELS",

@@ -33,13 +33,11 @@ from veriharness.runfolder.mllm_trace import ParseStatus, Region
 
 __all__ = [
     "RequestRefused",
-    "Region",
     "TextInput",
     "ImageInput",
     "TextOutput",
     "JsonOutput",
     "CallRequest",
-    "ParseStatus",
     "TOOL_DESCRIPTION",
     "tool_contract_sha256",
     "ReplyCheck",
