@@ -365,8 +365,8 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
 
 
 def test_no_session_starts_once_the_experiments_cap_is_reached(tmp_path: Path) -> None:
+    from veriharness.runfolder.spend import TokenCounts
     from veriharness.spend.ledger import SpendGate, SpendSettings, stopped_runs
-    from veriharness.spend.prices import TokenCounts
 
     started = tmp_path / "started"
     claude = _script(tmp_path, f"touch {started}\nexit 0\n")
@@ -391,7 +391,7 @@ def test_no_session_starts_once_the_experiments_cap_is_reached(tmp_path: Path) -
 def test_a_refused_request_ends_the_session_as_budget_exhausted(tmp_path: Path) -> None:
     # A stand-in for a session whose mllm server (or agent proxy) just refused a request: it
     # leaves budget_stop.json and goes on working; the session is ended within a poll.
-    from veriharness.spend.ledger import BudgetStop
+    from veriharness.runfolder.spend import BudgetStop
 
     child_pid = tmp_path / "child.pid"
     stop = BudgetStop(

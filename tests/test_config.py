@@ -29,7 +29,7 @@ from veriharness.experiment.config import (
     resolve_task_ids,
 )
 from veriharness.experiment.config_schema import schema_yaml
-from veriharness.render.dom import DomRecord, Size
+from veriharness.runfolder.render import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
 

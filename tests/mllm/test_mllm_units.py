@@ -30,7 +30,8 @@ from veriharness.mllm.backends import (
     splice_images,
 )
 from veriharness.mllm.images import prepare_image, resolve_image_path
-from veriharness.mllm.trace import CallRejected, TraceWriter
+from veriharness.mllm.trace import TraceWriter
+from veriharness.runfolder.mllm_trace import CallRejected
 
 MODULES = [
     "experiment.tool_contract",

@@ -24,32 +24,35 @@ its files are kept under `attempts/<n>/` like any other earlier attempt.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
 from veriharness._util.superseded import forget_later_stages
+from veriharness.runfolder.attempts import (
+    ATTEMPT_NAME,
+    FINISHED,
+    FINISHED_COPY,
+    FINISHED_RECORD,
+    FinishedCopy,
+    KeptAttempt,
+)
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.transcript import has_result
 
 __all__ = [
     "FINISHED",
     "SESSION_FILES",
-    "FinishedCopy",
-    "KeptAttempt",
     "keep_earlier_attempt",
     "keep_finished",
     "redo_session",
     "restore_finished",
 ]
 
-FINISHED = "finished"
-_PARTIAL = "finished.partial"
+_PARTIAL = f"{FINISHED}.partial"
 # What Snakemake removes of a run_agent job it reruns: the rule's declared outputs.
 _DECLARED = ("outcome.json", "answer")
 
@@ -84,49 +87,14 @@ INPUTS_CHANGED = (
 REQUESTED = "a finished session redone at the researcher's request (veriharness redo-session)"
 
 
-class FinishedCopy(BaseModel):
-    """finished/finished.json: the sha256 of the run.json the session in finished/ ran under
-    (its status and times are in finished/outcome.json)."""
-
-    run_json: str
-
-
-class KeptAttempt(BaseModel):
-    """attempts/<n>/attempt.json."""
-
-    attempt: int
-    finished: bool
-    status: str | None
-    reason: str
-    last_written_at: str
-    kept_at: str
-    files: list[str]
-
-
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
-
-
-def _has_result(transcript: Path) -> bool:
-    """Whether a stream-json transcript holds its session's closing result event."""
-    try:
-        lines = transcript.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return False
-    for line in reversed(lines):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "result":
-            return True
-    return False
 
 
 def _reason(run_dir: Path, finished: bool) -> str:
     if finished:
         return REDONE
-    return ENDED_UNRECORDED if _has_result(run_dir / "transcript.jsonl") else LOST
+    return ENDED_UNRECORDED if has_result(run_dir) else LOST
 
 
 def _link_copy(source: Path, target: Path) -> None:
@@ -151,16 +119,13 @@ def keep_finished(run_dir: Path) -> Path:
     for name in _DECLARED:
         _link_copy(run_dir / name, partial / name)
     record = FinishedCopy(run_json=_run_json(run_dir) or "")
-    atomic.write_json(partial / "finished.json", record.model_dump())
+    atomic.write_json(partial / FINISHED_RECORD, record.model_dump())
     os.replace(partial, run_dir / FINISHED)
     return run_dir / FINISHED
 
 
 def _finished_copy(run_dir: Path) -> FinishedCopy | None:
-    try:
-        return FinishedCopy.model_validate_json((run_dir / FINISHED / "finished.json").read_bytes())
-    except (OSError, ValueError):
-        return None
+    return FINISHED_COPY.read_quietly(run_dir)
 
 
 def _bring_back(run_dir: Path) -> None:
@@ -214,7 +179,7 @@ def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | Non
     )
     for name in present:
         os.replace(run_dir / name, target / name)
-    atomic.write_json(target / "attempt.json", record.model_dump())
+    atomic.write_json(target / ATTEMPT_NAME, record.model_dump(mode="json"))
     return target
 
 

@@ -35,7 +35,6 @@ from pydantic import BaseModel, Field, model_validator
 from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
 from veriharness._util.redaction import Redactor
-from veriharness._util.run_files import read_jsonl
 from veriharness.agent.attempts import keep_earlier_attempt, keep_finished, restore_finished
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Waiting, classify
@@ -54,6 +53,7 @@ from veriharness.experiment.config import ExperimentConfig, load_config
 from veriharness.experiment.prices import TokenPrice
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
+from veriharness.runfolder._files import read_object_lines as read_jsonl
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
     AgentOutcome,
@@ -62,6 +62,7 @@ from veriharness.runfolder.outcome import (
     Spend,
     Status,
 )
+from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import (
     STOP_NAME,
     BudgetExhausted,
@@ -70,7 +71,7 @@ from veriharness.spend.ledger import (
     note_stopped,
     read_stop,
 )
-from veriharness.spend.prices import TokenCounts, cost_usd
+from veriharness.spend.prices import cost_usd
 
 __all__ = [
     "USER_MESSAGE",

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from veriharness._util import atomic
 from veriharness.annotate.annotators import (
-    AnnotationRecord,
-    AnnotatorInfo,
     ModelAnnotator,
     annotate_with_rules,
     model_info,
@@ -25,6 +23,7 @@ from veriharness.experiment.config import (
 )
 from veriharness.experiment.prompts import PromptError
 from veriharness.experiment.taxonomy import load_taxonomy
+from veriharness.runfolder.inferred_tags import INFERRED_TAGS, AnnotationRecord, AnnotatorInfo
 
 __all__ = ["annotator_info", "annotator_digest", "annotate_run", "add_arguments", "run"]
 
@@ -50,7 +49,7 @@ def annotate_run(
     config: ExperimentConfig, root: Path, run_dir: Path, task_dir: Path
 ) -> AnnotationRecord:
     errors: list[str] = []
-    calls = trace_calls(run_dir / "mllm_trace.jsonl", errors)
+    calls = trace_calls(run_dir, errors)
     taxonomy = load_taxonomy(root / config.taxonomy)
     info = annotator_info(config, root)
     if info.kind == "rule-based":
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, CatalogError, PromptError, OSError, ValueError) as exc:
         print(f"annotate: {exc}", file=sys.stderr)
         return 2
-    atomic.write_text(args.run_dir / "inferred_tags.json", record.model_dump_json(indent=2) + "\n")
+    atomic.write_text(INFERRED_TAGS.path(args.run_dir), record.model_dump_json(indent=2) + "\n")
     counts: dict[str, int] = {}
     for call in record.calls:
         counts[call.status] = counts.get(call.status, 0) + 1

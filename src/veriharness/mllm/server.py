@@ -81,20 +81,20 @@ from veriharness.mllm.backends import (
     make_client,
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.trace import (
+from veriharness.mllm.trace import TraceWriter, now
+from veriharness.runfolder.mllm_trace import (
     CallCompleted,
     CallFailed,
     CallRejected,
     CallStarted,
+    CallUsage,
     TaxonomyRef,
     TracedImage,
     TracedText,
-    TraceWriter,
-    Usage,
-    now,
 )
+from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import TokenCounts, cost_usd
+from veriharness.spend.prices import cost_usd
 
 __all__ = [
     "MllmSpend",
@@ -223,7 +223,7 @@ class CallService:
                 raw_response=reply.text,
                 parse_status=check.parse_status,
                 diagnostic=check.diagnostic,
-                usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
+                usage=CallUsage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
                 provider_model=reply.provider_model,
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,

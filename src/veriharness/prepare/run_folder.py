@@ -13,7 +13,6 @@ after the check is refused instead of producing a run the experiment record does
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from veriharness.experiment.record import (
     identity_hash,
     read_record,
 )
+from veriharness.runfolder.run_record import RUN_RECORD
 
 __all__ = ["prepare_run", "write_run", "add_arguments", "run"]
 
@@ -94,9 +94,7 @@ def write_run(run_dir: Path, record: RunRecord, prompt: AssembledPrompt) -> None
         atomic.write_text(run_dir / "prompt" / f"{module.id}.md", module.text)
     atomic.write_text(run_dir / "system_prompt.md", prompt.text)
     # run.json last: its presence means the folder is complete.
-    atomic.write_text(
-        run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
-    )
+    RUN_RECORD.write(run_dir, record)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,15 +26,16 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, describe_validation, read_batch_file
 from veriharness._util.hashing import sha256_file
-from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
     DEFAULT_LOAD_TIMEOUT_S,
     Capture,
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.dom import (
+from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
+from veriharness.runfolder.render import (
     DomRecord,
     FailedStep,
     RenderLimits,
@@ -43,9 +44,8 @@ from veriharness.render.dom import (
     Status,
     Timings,
 )
-from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
-# The dom.json and render.json models live in render_dom; the browser session in render_browser.
+# The dom.json and render.json models live in runfolder.render; the browser session in browser.
 __all__ = [
     "BatchItem",
     "render_answer",

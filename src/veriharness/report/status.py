@@ -13,7 +13,6 @@ login node while jobs run elsewhere, and stays fast at tens of thousands of runs
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.runfolder.outcome import read_status_reason
 from veriharness.spend.ledger import ledger_path, newest_entry, tail_entries
 
 __all__ = [
@@ -103,11 +103,10 @@ def _run_state(run_dir: str) -> tuple[str, float | None]:
         os.close(fd)
     status, reason = _STATUS.search(head), _REASON.search(head)
     if status is None or reason is None:  # not the layout run-agent writes: read it all
-        try:
-            data = json.loads(Path(run_dir, "outcome.json").read_text(encoding="utf-8"))
-            value, why = str(data.get("status")), data.get("reason")
-        except (OSError, ValueError, AttributeError):
+        stated = read_status_reason(Path(run_dir))
+        if stated is None:
             return "failed", written
+        value, why = stated
     else:
         value = status.group(1).decode()
         why = reason.group(1).decode() if reason and reason.group(1) else None

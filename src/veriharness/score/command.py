@@ -28,16 +28,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, read_batch_file
 from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
-from veriharness._util.run_files import BatchFileError, read_batch_file
+from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
+from veriharness.runfolder.metrics import METRICS, MetricsRecord
 from veriharness.score import SCORER_VERSION
-from veriharness.score.audit import FLAGS, AuditRecord, AuditThresholds, audit_run, in_viewport
+from veriharness.score.audit import FLAGS, audit_run, in_viewport
 from veriharness.score.metrics.blocks import (
     CONTEXT_BONUS,
     CONTEXT_WINDOW,
@@ -52,7 +54,6 @@ from veriharness.score.metrics.text import ocr_word_scores
 
 __all__ = [
     "METRIC_NAMES",
-    "MetricsRecord",
     "ScoreJob",
     "score_run",
     "add_arguments",
@@ -88,13 +89,19 @@ def scorer_versions() -> dict[str, str | None]:
     }
 
 
-class MetricsRecord(BaseModel):
-    kind: Literal["metrics"] = "metrics"
-    scorer_version: str = SCORER_VERSION
-    status: Literal["ok", "no_render", "score_failed"]
-    metrics: dict[str, float | None]
-    details: dict[str, Any]
-    versions: dict[str, str | None] = Field(default_factory=scorer_versions)
+def _metrics(
+    status: Literal["ok", "no_render", "score_failed"],
+    metrics: dict[str, float | None],
+    details: dict[str, Any],
+) -> MetricsRecord:
+    """The record of this scorer (its version and the versions of what it used)."""
+    return MetricsRecord(
+        scorer_version=SCORER_VERSION,
+        status=status,
+        metrics=metrics,
+        details=details,
+        versions=scorer_versions(),
+    )
 
 
 class ScoreJob(BaseModel):
@@ -188,9 +195,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
             reference_png=reference_png,
             reference_words=[],
         )
-        metrics = MetricsRecord(
-            status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details
-        )
+        metrics = _metrics(status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details)
         _write(job.out_dir, audit, metrics)
         return audit, metrics
 
@@ -228,7 +233,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         reference_png=reference_png,
         reference_words=reference_words,
     )
-    metrics = MetricsRecord(
+    metrics = _metrics(
         status="ok", metrics={name: values[name] for name in METRIC_NAMES}, details=details
     )
     _write(job.out_dir, audit, metrics)
@@ -236,9 +241,9 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
 
 
 def _write(out_dir: Path, audit: AuditRecord, metrics: MetricsRecord) -> None:
-    for name, record in (("audit.json", audit), ("metrics.json", metrics)):
+    for path, record in ((AUDIT.path(out_dir), audit), (METRICS.path(out_dir), metrics)):
         text = json.dumps(record.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        atomic.write_text(out_dir / name, text)
+        atomic.write_text(path, text)
 
 
 def _batch_jobs(path: Path) -> list[ScoreJob]:
@@ -319,7 +324,7 @@ def _record_failure(job: ScoreJob, reason: str) -> tuple[AuditRecord, MetricsRec
         evidence={name: {"checked": False, "reason": reason} for name in FLAGS},
         thresholds=AuditThresholds(),
     )
-    metrics = MetricsRecord(
+    metrics = _metrics(
         status="score_failed", metrics=dict.fromkeys(METRIC_NAMES), details={"reason": reason}
     )
     _write(job.out_dir, audit, metrics)
