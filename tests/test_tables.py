@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
 from veriharness import cli
-from veriharness.collect import calls as call_records
+from veriharness.collect import call_links as call_records
 from veriharness.collect import matrix as experiment_runs
 from veriharness.collect import run_rows as trace_reading
 from veriharness.collect import tables
@@ -420,7 +420,7 @@ def test_run_reading_loads_no_other_stage() -> None:
         "veriharness._util",
         "veriharness._util.run_files",
         "veriharness.collect",
-        "veriharness.collect.calls",
+        "veriharness.collect.call_links",
         "veriharness.collect.columns",
         "veriharness.collect.run_rows",
     ]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
 from veriharness._util.run_files import load_json, read_jsonl, typed_value
-from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
+from veriharness.collect.call_links import linked_call_rows, transcript_tool_uses
 from veriharness.collect.columns import (
     AGENT_REQUEST_SUMS,
     AGENT_REQUESTS,
