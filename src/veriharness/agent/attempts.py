@@ -34,8 +34,8 @@ from pydantic import BaseModel
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
-from veriharness._util.superseded import forget_later_stages
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.superseded import forget_later_stages
 
 __all__ = [
     "FINISHED",

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
-from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [

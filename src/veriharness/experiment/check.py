@@ -29,7 +29,6 @@ from veriharness._util import atomic
 from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
-from veriharness._util.superseded import SUPERSEDED, move_to_superseded
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
@@ -74,6 +73,7 @@ from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
 from veriharness.mllm.schema import tool_contract_sha256
 from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.runfolder.superseded import SUPERSEDED, move_to_superseded
 
 __all__ = [
     "ModelCheckError",

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 from veriharness.report.plots import (
     plot_capability_tags,

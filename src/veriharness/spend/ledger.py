@@ -39,7 +39,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.superseded import (
+from veriharness.runfolder.superseded import (
     forget_later_stages,
     forget_summaries,
     move_to_superseded,
