@@ -72,7 +72,8 @@ class _Stream(BaseHTTPRequestHandler):
 def session_bodies(folder: Path) -> list[bytes]:
     """The Messages API bodies one real offline session (B3 present) sent its model."""
     from veriharness._util.programs import find_claude
-    from veriharness.agent.session import SessionPlan, run_session
+    from veriharness.agent.plan import SessionPlan
+    from veriharness.agent.session import run_session
     from veriharness.offline import OFFLINE_AGENT_MODEL
 
     run_dir = folder / "run"

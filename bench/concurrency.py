@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from veriharness._util.programs import find_claude  # noqa: E402
-from veriharness.agent.session import SessionPlan, run_session  # noqa: E402
+from veriharness.agent.plan import SessionPlan  # noqa: E402
+from veriharness.agent.session import run_session  # noqa: E402
 from veriharness.offline import OFFLINE_AGENT_MODEL  # noqa: E402
 from veriharness.offline.server import FAULTS_ENV  # noqa: E402
 from veriharness.render.guard import descendants  # noqa: E402

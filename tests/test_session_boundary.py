@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from veriharness._util.programs import find_claude
+from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
-from veriharness.agent.session import SessionPlan, run_session
+from veriharness.agent.session import run_session
 from veriharness.offline import OFFLINE_AGENT_MODEL
 from veriharness.offline.agent_policy import SNOOP_MARKER
 from veriharness.offline.server import running_offline_server
