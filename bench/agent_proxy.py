@@ -90,7 +90,7 @@ def session_bodies(folder: Path) -> list[bytes]:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=20,
         wall_clock_seconds=300,
@@ -103,6 +103,8 @@ def session_bodies(folder: Path) -> list[bytes]:
         log_model_requests=True,
         project=ROOT,
         label="bench-proxy",
+        infra_retries=0,
+        api_retries=None,
     )
     outcome = run_session(plan)
     if outcome.status != "ok":

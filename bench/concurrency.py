@@ -56,7 +56,7 @@ def _plan(base: Path, index: int) -> SessionPlan:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=12,
         wall_clock_seconds=900,
@@ -69,6 +69,8 @@ def _plan(base: Path, index: int) -> SessionPlan:
         log_model_requests=True,
         project=ROOT,
         label=f"bench-r{index}",
+        infra_retries=0,
+        api_retries=None,
     )
 
 

@@ -53,6 +53,8 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         log_model_requests=False,
         project=tmp_path / "project",
         label="cond-task-r1",
+        infra_retries=0,
+        api_retries=None,
     )
     fields.update(overrides)
     (tmp_path / "project").mkdir(exist_ok=True)

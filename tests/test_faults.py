@@ -47,7 +47,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=6,
         wall_clock_seconds=120,

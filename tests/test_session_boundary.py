@@ -101,6 +101,8 @@ def _plan(tmp_path: Path, system_prompt: str, **overrides: Any) -> SessionPlan:
         log_model_requests=True,
         project=ROOT,
         label="boundary",
+        infra_retries=0,
+        api_retries=None,
     )
     return SessionPlan(**(fields | overrides))
 

@@ -1,10 +1,10 @@
 """What one `claude -p` session is: its plan, command line, environment and upstream.
 
 `plan_session` turns the experiment config and the prepared run folder into a `SessionPlan`,
-every value resolved (absolute paths, prices, the ledger settings). `command_line` and
-`session_environment` are the only places the command and its environment are built;
-`upstream_for` says where the proxy sends the agent's requests, and `session_secrets` what must
-never reach a file of the run folder.
+every value resolved (absolute paths, prices, the ledger settings); the config's settings enter
+only through it, so a plan has no defaults of its own. `command_line` and `session_environment`
+are the only places the command and its environment are built, `upstream_for` where the proxy
+sends the agent's requests, and `session_secrets` what must never reach a file of the run folder.
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ _PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME"
 
 
 class SessionPlan(BaseModel):
-    """Everything one session needs, resolved to absolute paths."""
+    """Everything one session needs, resolved to absolute paths. The settings of the config
+    (`agent.*`, `execution.*`) are required fields: `plan_session` fills them from the config,
+    whose models hold the one default of each."""
 
     run_dir: Path
     reference: Path
@@ -58,21 +60,21 @@ class SessionPlan(BaseModel):
     claude: Path
     endpoint: Literal["offline", "anthropic", "gateway"]
     base_url: str | None
-    api_key_env: str | None
+    api_key_env: str
     model: str
     max_turns: int
     wall_clock_seconds: float
     allowed_tools: list[str]
     tool_search: bool
-    isolation: Literal["bwrap", "none"] = "bwrap"
+    isolation: Literal["bwrap", "none"]
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
     log_model_requests: bool
     project: Path
     label: str
-    infra_retries: int = 0
-    api_retries: int | None = None  # Claude Code's own retries of a failed API request
+    infra_retries: int
+    api_retries: int | None  # Claude Code's own retries of a failed API request
     spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
     agent_price: TokenPrice | None = None
     model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
@@ -198,10 +200,9 @@ def upstream_for(plan: SessionPlan, offline_url: str | None) -> Upstream:
     if plan.endpoint == "offline":
         assert offline_url is not None
         return Upstream(offline_url, None)
-    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
-    key = os.environ.get(key_name)
+    key = os.environ.get(plan.api_key_env)
     if not key:
-        raise RuntimeError(f"agent.api_key_env names {key_name}, which is not set")
+        raise RuntimeError(f"agent.api_key_env names {plan.api_key_env}, which is not set")
     if plan.endpoint == "anthropic":
         return Upstream(ANTHROPIC_URL, key)
     if not plan.base_url:
@@ -213,7 +214,7 @@ def session_secrets(plan: SessionPlan, tokens: dict[str, str]) -> Redactor:
     """Every value that must not reach a file of the run folder: the catalog's keys and private
     addresses, the agent's key and gateway address, and the session's tokens."""
     values = dict(load_catalog(plan.catalog).secrets(os.environ))
-    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
+    key_name = plan.api_key_env
     if plan.endpoint != "offline" and os.environ.get(key_name):
         values[key_name] = os.environ[key_name]
     if plan.endpoint == "gateway" and plan.base_url:
