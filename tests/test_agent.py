@@ -353,8 +353,8 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
     plan_file.write_text(plan.model_dump_json())
     code = (
         "import sys; from veriharness.agent.plan import SessionPlan; "
-        "from veriharness.agent.session import run_session, _interrupt; "
-        "import signal; signal.signal(signal.SIGTERM, _interrupt); "
+        "from veriharness.agent.session import end_session_on_sigterm, run_session; "
+        "end_session_on_sigterm(); "
         "run_session(SessionPlan.model_validate_json(open(sys.argv[1]).read()))"
     )
     job = subprocess.Popen([sys.executable, "-c", code, str(plan_file)])

@@ -52,12 +52,19 @@ def test_every_registered_verb_imports_and_declares_arguments() -> None:
     from veriharness.cli import VERBS
 
     for name, verb in VERBS.items():
-        module = importlib.import_module(verb.module)
+        module = importlib.import_module(f"veriharness.{verb.package}.verbs")
         suffix = name.replace("-", "_")
-        add = getattr(module, f"add_{suffix}_arguments", None) or module.add_arguments
-        run = getattr(module, f"run_{suffix}", None) or module.run
+        add, run = getattr(module, f"add_{suffix}_arguments"), getattr(module, f"run_{suffix}")
         add(argparse.ArgumentParser())
         assert callable(run)
+        # A verbs module holds only its package's verbs: two functions a verb, nothing else.
+        verbs_of_package = [v for v, of in VERBS.items() if of.package == verb.package]
+        expected = {
+            f"{kind}_{v.replace('-', '_')}{end}"
+            for v in verbs_of_package
+            for kind, end in (("add", "_arguments"), ("run", ""))
+        }
+        assert set(module.__all__) == expected, (name, module.__all__)
 
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]])

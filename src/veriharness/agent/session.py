@@ -18,7 +18,6 @@ error when something raised (`_failed_outcome`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -42,7 +41,7 @@ from veriharness._util import atomic
 from veriharness._util.programs import claude_version, find_bwrap
 from veriharness._util.redaction import Redactor
 from veriharness._util.run_files import read_jsonl
-from veriharness.agent.attempts import keep_earlier_attempt, keep_finished, restore_finished
+from veriharness.agent.attempts import keep_earlier_attempt, keep_finished
 from veriharness.agent.charges import AgentCharges, budget_admit, each_record
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Waiting, classify
@@ -51,7 +50,6 @@ from veriharness.agent.plan import (
     SessionPlan,
     command_line,
     mcp_config,
-    plan_session,
     session_environment,
     session_secrets,
     upstream_for,
@@ -83,7 +81,13 @@ from veriharness.spend.ledger import (
     read_stop,
 )
 
-__all__ = ["MLLM_SERVER_LOG", "SessionFacts", "running_mllm_server", "run_session"]
+__all__ = [
+    "MLLM_SERVER_LOG",
+    "SessionFacts",
+    "end_session_on_sigterm",
+    "running_mllm_server",
+    "run_session",
+]
 
 _KILL_GRACE_SECONDS = 5.0
 _MLLM_START_SECONDS = 60.0
@@ -573,36 +577,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, type=Path, help="experiment config (YAML/JSON)")
-    parser.add_argument("--run-dir", required=True, type=Path, help="a prepared run folder")
-    parser.add_argument("--task-dir", required=True, type=Path, help="the task's folder")
-
-
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run(args: argparse.Namespace) -> int:
-    from veriharness.experiment.config import load_config
-
-    signal.signal(signal.SIGTERM, _interrupt)  # end the session too, as for Ctrl-C
-
-    config = load_config(args.config)
-    plan = plan_session(config, args.run_dir, args.task_dir)
-    if restore_finished(plan.run_dir):
-        errors: list[str] = []
-        restored = AGENT_OUTCOME.read(plan.run_dir, errors)
-        if restored is None:
-            print(f"{args.run_dir}: restored outcome unreadable: {'; '.join(errors)}")
-            return 1
-        print(
-            f"{args.run_dir}: {restored.status}, restored: this session finished at "
-            f"{restored.finished_at} and is not run again (`veriharness redo-session "
-            f"{args.run_dir}` makes the workflow redo it)"
-        )
-        return 0
-    outcome = run_session(plan)
-    print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
-    # A failed session is a recorded outcome, not a pipeline failure.
-    return 0
+def end_session_on_sigterm() -> None:
+    """Make SIGTERM (Snakemake stopping its jobs) end a running session as Ctrl-C does."""
+    signal.signal(signal.SIGTERM, _interrupt)
