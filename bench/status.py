@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from veriharness.agent.session import AgentOutcome  # noqa: E402
 from veriharness.report.status import format_status, read_status  # noqa: E402
+from veriharness.runfolder.outcome import AgentOutcome  # noqa: E402
 from veriharness.runfolder.spend import TokenCounts  # noqa: E402
 from veriharness.spend.ledger import LedgerEntry  # noqa: E402
 

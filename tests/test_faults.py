@@ -18,8 +18,10 @@ import pytest
 
 from veriharness._util.programs import find_claude
 from veriharness.agent.outcome import Waiting, classify
+from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
-from veriharness.agent.session import _KILL_GRACE_SECONDS, SessionPlan, run_session
+from veriharness.agent.session import _KILL_GRACE_SECONDS, run_session
+from veriharness.agent.transcript import SessionInit, SessionResult, TranscriptSummary
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
@@ -45,7 +47,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=6,
         wall_clock_seconds=120,
@@ -269,8 +271,13 @@ def test_a_callmllm_provider_hanging_past_the_wall_clock_is_an_infra_error(
 
 
 def test_agent_outcomes_are_not_infra_errors() -> None:
-    init = {"mllm_connected": True}
-    turns = {**init, "result_subtype": "error_max_turns", "is_error": True}
+    started = SessionInit(mllm_connected=True)
+    init = TranscriptSummary(init=started)
+
+    def ended(**result: object) -> TranscriptSummary:
+        return TranscriptSummary(init=started, result=SessionResult.model_validate(result))
+
+    turns = ended(result_subtype="error_max_turns", is_error=True)
     assert classify(1, False, turns)[0] == "max_turns"
     assert classify(None, True, init)[0] == "timeout"
     # At the wall clock, a request open for less than a quarter of the limit is the agent's time.
@@ -278,9 +285,9 @@ def test_agent_outcomes_are_not_infra_errors() -> None:
                                   (59, 3600, "timeout"), (60, 3600, "infra_error")]:  # fmt: skip
         waiting = Waiting("the model provider", waited)
         assert classify(None, True, init, "", waiting, limit)[0] == status, (waited, limit)
-    refused = {**init, "result_subtype": "success", "is_error": True, "result_text": "no"}
+    refused = ended(result_subtype="success", is_error=True, result_text="no")
     assert classify(1, False, refused)[0] == "failed"
-    assert classify(0, False, {**init, "result_subtype": "success", "is_error": False}) == (
+    assert classify(0, False, ended(result_subtype="success", is_error=False)) == (
         "ok",
         None,
     )

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support.cli import veriharness
 from support.synthetic_runs import SHARED_INSTRUCTION, write_experiment, write_repeated_calls
 from veriharness import cli
-from veriharness.collect import calls as call_records
+from veriharness.collect import call_links as call_records
 from veriharness.collect import matrix as experiment_runs
 from veriharness.collect import run_rows as trace_reading
 from veriharness.collect import tables
@@ -424,9 +424,8 @@ def test_run_reading_loads_no_other_stage() -> None:
     ).stdout
     modules = json.loads(loaded.replace("'", '"'))
     stages = {m.split(".")[1] for m in modules if m.count(".")}
-    # The run folder's package and what it reads (the run record is the experiment's model,
-    # whose config reads spend's prices).
-    assert stages <= {"_util", "collect", "runfolder", "experiment", "spend"}, stages
+    # The run folder's package and what it reads (the run record is the experiment's model).
+    assert stages <= {"_util", "collect", "runfolder", "experiment"}, stages
     assert "veriharness.runfolder._files" in modules
 
 

@@ -4,10 +4,6 @@ run-folder module (the models and the lenient reading are there, once).
 The check reads the package's source: a call that parses (`json.load(s)`,
 `model_validate_json`, `read_text`, `read_bytes`, or the old helpers' names) and whose own text
 names a run file is reported with its place.
-
-`ALLOWED` is a temporary allowance for the two modules other parts of issue 22 rewrite, and for
-`_util/superseded.py`, which moves out of `_util` with them (`_util` may not import runfolder):
-the lead removes it when the branches merge, and this test then holds for the whole package.
 """
 
 from __future__ import annotations
@@ -42,10 +38,6 @@ PARSERS = {
     "load_json",
     "_read_json",
 }
-ALLOWED = {  # temporary, see the module's notes
-    "agent/session.py",
-    "_util/superseded.py",
-}
 
 
 def _name(call: ast.Call) -> str | None:
@@ -71,7 +63,7 @@ def test_no_module_outside_runfolder_parses_a_run_file() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative.startswith("runfolder/") or relative in ALLOWED:
+        if relative.startswith("runfolder/"):
             continue
         for line, name in raw_reads(path.read_text(encoding="utf-8")):
             offenders.append(f"{relative}:{line} parses {name}")
@@ -89,8 +81,3 @@ def test_the_check_finds_the_forms_a_raw_read_takes() -> None:
         ]
     )
     assert {line for line, _ in raw_reads(source)} == {1, 2, 3}
-
-
-def test_the_allowance_names_only_modules_that_still_need_it() -> None:
-    for relative in ALLOWED:
-        assert raw_reads((PACKAGE / relative).read_text(encoding="utf-8")), relative

@@ -23,7 +23,6 @@ its files are kept under `attempts/<n>/` like any other earlier attempt.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from datetime import UTC, datetime
@@ -31,7 +30,6 @@ from pathlib import Path
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
-from veriharness._util.superseded import forget_later_stages
 from veriharness.runfolder.attempts import (
     ATTEMPT_NAME,
     FINISHED,
@@ -41,6 +39,7 @@ from veriharness.runfolder.attempts import (
     KeptAttempt,
 )
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.superseded import forget_later_stages
 from veriharness.runfolder.transcript import has_result
 
 __all__ = [
@@ -48,6 +47,7 @@ __all__ = [
     "SESSION_FILES",
     "keep_earlier_attempt",
     "keep_finished",
+    "not_redoable",
     "redo_session",
     "restore_finished",
 ]
@@ -183,7 +183,7 @@ def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | Non
     return target
 
 
-def _not_redoable(run_dir: Path) -> str | None:
+def not_redoable(run_dir: Path) -> str | None:
     """Why redo-session refuses a folder, or None."""
     if not (run_dir / "run.json").is_file():
         return f"run folder {str(run_dir)!r}: no run.json, so it is not a run folder"
@@ -196,28 +196,10 @@ def redo_session(run_dir: Path) -> Path:
     """Move a run's session aside into attempts/<n>/ and remove what the later stages made of it,
     so that the next run of the workflow runs that session again; the attempt's folder."""
     run_dir = Path(run_dir)
-    refusal = _not_redoable(run_dir)
+    refusal = not_redoable(run_dir)
     if refusal is not None:
         raise ValueError(refusal)
     kept = keep_earlier_attempt(run_dir, REQUESTED)
     assert kept is not None  # outcome.json was there to move
     forget_later_stages(run_dir.parents[2], run_dir)
     return kept
-
-
-def add_redo_session_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-        help="a finished run folder, such as results/example/b3-present/landing-page/r1",
-    )  # fmt: skip
-
-
-def run_redo_session(args: argparse.Namespace) -> int:
-    refusals = [r for r in map(_not_redoable, args.run_dirs) if r is not None]
-    if refusals:  # all checked before any is moved
-        raise SystemExit("redo-session: " + "; ".join(refusals))
-    for run_dir in args.run_dirs:
-        kept = redo_session(run_dir)
-        print(f"{run_dir}: session kept under {kept.relative_to(run_dir)}; the next run of the "
-              "workflow runs it again")  # fmt: skip
-    return 0

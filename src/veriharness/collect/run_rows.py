@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
-from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
+from veriharness.collect.call_links import linked_call_rows, transcript_tool_uses
 from veriharness.collect.columns import (
     AGENT_REQUEST_SUMS,
     AGENT_REQUESTS,

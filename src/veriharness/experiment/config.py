@@ -45,6 +45,7 @@ from veriharness.experiment.json_schema import plain_schema
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.experiment.prices import PriceSettings
+from veriharness.experiment.taxonomy import DEFAULT_TAXONOMY_PATH
 
 __all__ = [
     "ConfigError",
@@ -299,7 +300,7 @@ class ExperimentConfig(_Strict):
     """Folder of condition files, relative to the project root."""
     prompts_dir: str = Field(default="prompts", min_length=1)
     """Folder of prompt module sources (<module-id>.md), relative to the project root."""
-    taxonomy: str = Field(default="prompts/taxonomy/capabilities-v0.1.yaml", min_length=1)
+    taxonomy: str = Field(default=DEFAULT_TAXONOMY_PATH.as_posix(), min_length=1)
     """Capability taxonomy file whose id, version and sha256 are hashed into every run."""
     model_catalog: str = Field(default="config/model-catalog.offline.yaml", min_length=1)
     """Model profile catalog for CallMLLM. Its public part (names, descriptions) is hashed and

@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 
-from veriharness._util.superseded import SUPERSEDED, move_to_superseded
 from veriharness.experiment.catalog import CatalogError, ProviderSettings
 from veriharness.experiment.config import ExperimentConfig
 from veriharness.experiment.definition import (
@@ -40,6 +39,7 @@ from veriharness.experiment.record import (
     read_record,
 )
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.superseded import SUPERSEDED, move_to_superseded
 
 __all__ = [
     "ModelCheckError",

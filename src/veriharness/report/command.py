@@ -18,17 +18,15 @@ Design notes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats
 from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
@@ -41,9 +39,8 @@ from veriharness.report.status import experiment_record, money
 from veriharness.spend.ledger import ledger_path, newest_entry
 
 __all__ = [
+    "missing_tables",
     "write_report",
-    "add_arguments",
-    "run",
 ]
 
 _PARALLEL_FROM = 50  # run pages; below this, starting worker processes costs more than it saves
@@ -324,27 +321,7 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     return index
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
-    parser.add_argument("--out", type=Path, required=True, help="report folder")
-    parser.add_argument(
-        "--tasks-dir", type=Path, default=Path("tasks"), help="holds <task>/reference.png"
-    )
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.jobs is not None and args.jobs < 1:
-        print(f"report: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
-        return 2
-    for name in ("runs", "capability_tags"):
-        if not (args.experiment_dir / "tables" / f"{name}.parquet").is_file():
-            print(
-                f"report: {args.experiment_dir}/tables/{name}.parquet not found; run "
-                "`veriharness collect` first",
-                file=sys.stderr,
-            )
-            return 2
-    index = write_report(args.experiment_dir, args.out, args.tasks_dir, args.jobs)
-    print(f"report: {index}")
-    return 0
+def missing_tables(exp_dir: Path) -> list[Path]:
+    """The tables the report is built from that `collect` has not written yet."""
+    wanted = [exp_dir / "tables" / f"{name}.parquet" for name in ("runs", "capability_tags")]
+    return [path for path in wanted if not path.is_file()]

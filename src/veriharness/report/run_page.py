@@ -32,7 +32,7 @@ from PIL import Image
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
-from veriharness.collect.calls import (
+from veriharness.collect.call_links import (
     MLLM_TOOL,
     TraceCall,
     callmllm_uses,

@@ -1,4 +1,6 @@
-"""The verbs of the report package (see `veriharness.cli`)."""
+"""The report package's verbs, `report` and `status`: their arguments, and the calls to
+`command` and `status`. Each verb imports its module when it runs, so `status` (read on a login
+node while jobs run) loads neither pandas nor the plots."""
 
 from __future__ import annotations
 
@@ -7,9 +9,37 @@ import sys
 import time
 from pathlib import Path
 
-from veriharness.report.status import format_status, newest_experiment, read_status
+__all__ = ["add_report_arguments", "add_status_arguments", "run_report", "run_status"]
 
-__all__ = ["add_status_arguments", "run_status"]
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.experiment.config import ExperimentConfig
+
+    tasks_dir = ExperimentConfig.model_fields["tasks_dir"].default
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
+    parser.add_argument("--out", type=Path, required=True, help="report folder")
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=Path(tasks_dir),
+        help="holds <task>/reference.png (default: the config's default tasks_dir)",
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from veriharness.report.command import missing_tables, write_report
+
+    if args.jobs is not None and args.jobs < 1:
+        print(f"report: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    missing = missing_tables(args.experiment_dir)
+    if missing:
+        print(f"report: {missing[0]} not found; run `veriharness collect` first", file=sys.stderr)
+        return 2
+    index = write_report(args.experiment_dir, args.out, args.tasks_dir, args.jobs)
+    print(f"report: {index}")
+    return 0
 
 
 def add_status_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +60,8 @@ def add_status_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    from veriharness.report.status import format_status, newest_experiment, read_status
+
     folder = args.experiment_dir or newest_experiment()
     if folder is None:
         print("status: no results/<experiment>/experiment.json here; name one", file=sys.stderr)

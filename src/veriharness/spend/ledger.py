@@ -38,11 +38,6 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.superseded import (
-    forget_later_stages,
-    forget_summaries,
-    move_to_superseded,
-)
 from veriharness.runfolder.outcome import read_status_reason
 from veriharness.runfolder.spend import (
     BUDGET_STOP,
@@ -51,6 +46,11 @@ from veriharness.runfolder.spend import (
     RunEntry,
     Source,
     TokenCounts,
+)
+from veriharness.runfolder.superseded import (
+    forget_later_stages,
+    forget_summaries,
+    move_to_superseded,
 )
 
 __all__ = [
