@@ -12,16 +12,16 @@ from PIL import Image, ImageDraw, ImageFont
 from support.cli import veriharness
 from veriharness._util.ocr import Box, OcrWord
 from veriharness.runfolder.audit import AuditThresholds
+from veriharness.runfolder.render import DomRecord, RenderRecord
 from veriharness.score.audit import FLAGS, audit_run
-from veriharness.score.metrics.inputs import DomFacts, RenderInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
 
 
-def _dom(texts=(), images=(), size=(400, 300)) -> DomFacts:
+def _dom(texts=(), images=(), size=(400, 300)) -> DomRecord:
     viewport = {"width": size[0], "height": size[1]}
-    return DomFacts.model_validate(
+    return DomRecord.model_validate(
         {"kind": "dom", "viewport": viewport, "page": viewport, "texts": texts, "images": images}
     )
 
@@ -29,23 +29,34 @@ def _dom(texts=(), images=(), size=(400, 300)) -> DomFacts:
 def _text(text: str, x=10, y=10, pinned=False) -> dict:
     return {
         "text": text,
+        "source": "text",
         "x": x,
         "y": y,
         "width": 8 * len(text),
         "height": 16,
+        "font_size_px": 14,
+        "font_weight": 400,
         "color": [0, 0, 0],
         "positioning": "absolute" if pinned else "static",
         "pinned": pinned,
     }
 
 
-def _render(blocked=()) -> RenderInfo:
-    return RenderInfo.model_validate(
+def _render(blocked=()) -> RenderRecord:
+    size = {"width": 400, "height": 300}
+    return RenderRecord.model_validate(
         {
             "kind": "render",
             "status": "ok",
-            "viewport": {"width": 400, "height": 300},
+            "viewport": size,
+            "page": size,
+            "full_page": False,
+            "timings": {"load_ms": 10.0, "capture_ms": 10.0},
             "blocked_requests": [{"url": u, "resource_type": "stylesheet"} for u in blocked],
+            "console_errors": [],
+            "page_errors": [],
+            "error": None,
+            "answer_sha256": None,
         }
     )
 
@@ -63,7 +74,7 @@ def _reference(tmp_path: Path) -> Path:
     return tmp_path / "reference.png"
 
 
-def _audit(tmp_path: Path, dom: DomFacts, render=None, words=(), limits=None):
+def _audit(tmp_path: Path, dom: DomRecord, render=None, words=(), limits=None):
     answer = tmp_path / "answer"
     answer.mkdir(exist_ok=True)
     blank = tmp_path / "render.png"
@@ -114,8 +125,10 @@ def test_low_text_volume_counts_only_text_in_the_viewport(tmp_path: Path) -> Non
 
 
 def test_a_large_image_is_substitution_but_a_gradient_background_is_not(tmp_path: Path) -> None:
-    gradient = {"kind": "background", "src": None, "x": 0, "y": 0, "width": 400, "height": 300}
-    photo = {"kind": "img", "src": "assets/p.png", "x": 0, "y": 150, "width": 400, "height": 300}
+    box = {"x": 0, "y": 0, "width": 400, "height": 300}
+    no_size = {"natural_width": None, "natural_height": None}
+    gradient = {"kind": "background", "src": None, **box, **no_size}
+    photo = {"kind": "img", "src": "assets/p.png", **box, "y": 150, **no_size}
     assert not _audit(tmp_path, _dom([], [gradient])).flags["screenshot_substitution"]
     record = _audit(tmp_path, _dom([], [photo]))  # half of it lies in the viewport: share 0.5
     assert record.flags["screenshot_substitution"]
@@ -134,7 +147,7 @@ def test_a_rescaled_inline_copy_of_the_reference_matches_by_hash(tmp_path: Path)
     answer.mkdir()
     (answer / "answer.html").write_text(f'<img src="{url}" width="100">')
     small = {"kind": "img", "src": "data:image/jpeg;sha256:x", "x": 0, "y": 0, "width": 100,
-             "height": 75}  # fmt: skip
+             "height": 75, "natural_width": 200, "natural_height": 150}  # fmt: skip
     record = _audit(tmp_path, _dom([], [small]))
     matches = record.evidence["screenshot_substitution"]["hash_matches"]
     assert record.flags["screenshot_substitution"] and len(matches) == 1

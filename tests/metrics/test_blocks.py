@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from veriharness.runfolder.render import DomRecord, Size, TextBox
 from veriharness.score.metrics.blocks import MIN_TEXT_RATIO, block_scores, page_blocks
 from veriharness.score.metrics.color import rgb_delta_e
-from veriharness.score.metrics.inputs import DomFacts, DomText
 
 
-def _text(text: str, x: float, y: float, w: float, h: float, color=(0, 0, 0)) -> DomText:
-    return DomText(text=text, x=x, y=y, width=w, height=h, color=color)
+def _text(text: str, x: float, y: float, w: float, h: float, color=(0, 0, 0)) -> TextBox:
+    return TextBox(
+        text=text, source="text", x=x, y=y, width=w, height=h, font_size_px=16, font_weight=400,
+        color=color, positioning="static", pinned=False,
+    )  # fmt: skip
 
 
-def _page(*texts: DomText, width: int = 100, height: int = 200) -> DomFacts:
-    size = {"width": width, "height": height}
-    return DomFacts(kind="dom", viewport=size, page=size, texts=list(texts))
+def _page(*texts: TextBox, width: int = 100, height: int = 200) -> DomRecord:
+    size = Size(width=width, height=height)
+    return DomRecord(viewport=size, page=size, texts=list(texts), images=[])
 
 
 def test_hungarian_pairs_maximise_total_similarity_and_drop_weak_pairs() -> None:

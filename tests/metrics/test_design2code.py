@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from veriharness.score.metrics.blocks import block_scores
-from veriharness.score.metrics.inputs import DomFacts, load_model
+from veriharness.score.metrics.inputs import read_dom
 
 DATA = Path(__file__).with_name("design2code")
 METRICS = ("block_match", "text", "position", "color")
@@ -72,8 +72,8 @@ ROWS = _rows()
 
 
 def _ours(row: dict[str, str]) -> dict[str, float]:
-    reference = load_model(DATA / "references" / f"{row['task']}.dom.json", DomFacts)
-    answer = load_model(DATA / "answers" / f"{row['pair']}.dom.json", DomFacts)
+    reference = read_dom(DATA / "references" / f"{row['task']}.dom.json")
+    answer = read_dom(DATA / "answers" / f"{row['pair']}.dom.json")
     scores = block_scores(reference, answer)
     values = (scores.block_match, scores.text_similarity, scores.position, scores.color)
     assert all(v is not None for v in values), row["pair"]

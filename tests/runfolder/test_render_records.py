@@ -87,3 +87,18 @@ def test_absent_and_broken_files_are_named(tmp_path: Path) -> None:
     assert read_dom(tmp_path, errors) is None
     assert errors[0] == "render/render.json: absent"
     assert errors[1].startswith("render/dom.json: invalid JSON")
+
+
+def test_a_dom_file_kept_elsewhere_reads_the_same_and_its_derived_area_is_not_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "reference_dom.json"
+    path.write_text(json.dumps(_dom().model_dump(mode="json")))
+    errors: list[str] = []
+    dom = DOM.read_at(path, errors)
+    assert dom == _dom() and errors == []
+    assert dom.texts[0].area == 300
+    assert "area" not in dom.model_dump()["texts"][0]
+    path.write_text("[]")
+    assert DOM.read_at(path, errors) is None
+    assert errors == [f"{path}: expected a JSON object, got list"]

@@ -178,8 +178,16 @@ class JsonFile(Generic[M]):
 
     def read(self, run_dir: Path, errors: list[str]) -> M | None:
         """The file as its model, leniently (see the module's notes)."""
-        data = read_object(self.path(run_dir), self.name, errors)
-        return None if data is None else salvage(self.model, data, self.name, errors)
+        return self._read(self.path(run_dir), self.name, errors)
+
+    def read_at(self, path: Path, errors: list[str]) -> M | None:
+        """A file of this model kept elsewhere (a task's `reference_dom.json` is a dom.json, a
+        render folder may be given on its own), leniently, its problems named by `path`."""
+        return self._read(Path(path), str(path), errors)
+
+    def _read(self, path: Path, where: str, errors: list[str]) -> M | None:
+        data = read_object(path, where, errors)
+        return None if data is None else salvage(self.model, data, where, errors)
 
     def read_quietly(self, run_dir: Path) -> M | None:
         """The file as its model, or None for any problem (for callers that only ask whether a

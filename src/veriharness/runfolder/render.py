@@ -9,7 +9,7 @@ describes how scoring uses them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
@@ -43,6 +43,7 @@ DOM_NAME = "render/dom.json"
 Status = Literal["ok", "missing_answer", "empty_answer", "error"]
 Positioning = Literal["static", "relative", "absolute", "fixed", "sticky"]
 TextSource = Literal["text", "input-value", "placeholder"]
+Channel = Annotated[int, Field(ge=0, le=255)]
 
 
 class Size(BaseModel):
@@ -110,9 +111,14 @@ class TextBox(BaseModel):
     height: float
     font_size_px: float
     font_weight: int
-    color: tuple[int, int, int]
+    color: tuple[Channel, Channel, Channel]
     positioning: Positioning
     pinned: bool
+
+    @property
+    def area(self) -> float:
+        """The box's area in square CSS pixels (computed, never stored)."""
+        return self.width * self.height
 
 
 class ImageBox(BaseModel):

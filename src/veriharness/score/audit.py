@@ -42,7 +42,7 @@ from PIL import Image, UnidentifiedImageError
 from veriharness._util.hashing import sha256_bytes
 from veriharness._util.ocr import OcrWord
 from veriharness.runfolder.audit import AuditRecord, AuditThresholds
-from veriharness.score.metrics.inputs import DomFacts, DomImage, RenderInfo
+from veriharness.runfolder.render import DomRecord, ImageBox, RenderRecord
 from veriharness.score.metrics.ocrwords import masked, ocr_words
 from veriharness.score.metrics.phash import hamming, phash
 from veriharness.score.metrics.refs import classify, page_references, resolve_local
@@ -69,13 +69,13 @@ def in_viewport(box: Any, width: int, height: int) -> bool:
     )
 
 
-def _viewport_share(image: DomImage, width: int, height: int) -> float:
+def _viewport_share(image: ImageBox, width: int, height: int) -> float:
     w = max(0.0, min(image.x + image.width, width) - max(image.x, 0.0))
     h = max(0.0, min(image.y + image.height, height) - max(image.y, 0.0))
     return w * h / (width * height) if width and height else 0.0
 
 
-def _remote(render: RenderInfo | None, answer_dir: Path) -> tuple[bool, dict[str, Any]]:
+def _remote(render: RenderRecord | None, answer_dir: Path) -> tuple[bool, dict[str, Any]]:
     blocked = [] if render is None else [r.url for r in render.blocked_requests]
     remote = [url for url in blocked if urlsplit(url).scheme.lower() in _REMOTE]
     html = answer_dir / "answer.html"
@@ -167,7 +167,7 @@ def _hash_of(data: bytes, limits: AuditThresholds) -> tuple[int | None, dict[str
         Image.MAX_IMAGE_PIXELS = pillow_limit
 
 
-def _candidates(dom: DomFacts | None, answer_dir: Path) -> dict[str, bytes | None]:
+def _candidates(dom: DomRecord | None, answer_dir: Path) -> dict[str, bytes | None]:
     """Every image the page uses that can be read: its DOM images and the files and inline
     images its HTML and CSS name."""
     images = dom.images if dom is not None else []
@@ -198,7 +198,7 @@ def _hashes(
 
 
 def _substitution(
-    dom: DomFacts, hashes: dict[str, int], reference_png: Path, limits: AuditThresholds
+    dom: DomRecord, hashes: dict[str, int], reference_png: Path, limits: AuditThresholds
 ) -> tuple[bool, dict[str, Any]]:
     reference_hash = phash(reference_png)
     matches = []
@@ -216,7 +216,7 @@ def _substitution(
 
 
 def _text_in_images(
-    dom: DomFacts, render_png: Path, limits: AuditThresholds
+    dom: DomRecord, render_png: Path, limits: AuditThresholds
 ) -> tuple[bool, dict[str, Any]]:
     vw, vh = dom.viewport.width, dom.viewport.height
     boxes = [
@@ -245,7 +245,7 @@ def _text_in_images(
     return flagged, {"checked": True, "ocr_run": True, "count": len(baked), "words": baked}
 
 
-def _pinning(dom: DomFacts, limits: AuditThresholds) -> tuple[bool, dict[str, Any]]:
+def _pinning(dom: DomRecord, limits: AuditThresholds) -> tuple[bool, dict[str, Any]]:
     total = char_count(t.text for t in dom.texts)
     pinned = char_count(t.text for t in dom.texts if t.pinned)
     share = pinned / total if total else None
@@ -254,7 +254,7 @@ def _pinning(dom: DomFacts, limits: AuditThresholds) -> tuple[bool, dict[str, An
 
 
 def _volume(
-    dom: DomFacts, reference_words: list[OcrWord], limits: AuditThresholds
+    dom: DomRecord, reference_words: list[OcrWord], limits: AuditThresholds
 ) -> tuple[bool, dict[str, Any]]:
     vw, vh = dom.viewport.width, dom.viewport.height
     mine = char_count(t.text for t in dom.texts if in_viewport(t, vw, vh))
@@ -268,8 +268,8 @@ def _volume(
 def audit_run(
     *,
     answer_dir: Path,
-    render: RenderInfo | None,
-    dom: DomFacts | None,
+    render: RenderRecord | None,
+    dom: DomRecord | None,
     render_png: Path | None,
     reference_png: Path,
     reference_words: list[OcrWord],

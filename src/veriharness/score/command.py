@@ -37,6 +37,7 @@ from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
 from veriharness.runfolder.metrics import METRICS, MetricsRecord
+from veriharness.runfolder.render import DomRecord
 from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import FLAGS, audit_run, in_viewport
 from veriharness.score.metrics.blocks import (
@@ -46,7 +47,7 @@ from veriharness.score.metrics.blocks import (
     MIN_TEXT_RATIO,
     block_scores,
 )
-from veriharness.score.metrics.inputs import DomFacts, InputError, RenderInfo, load_model
+from veriharness.score.metrics.inputs import InputError, read_dom, read_render
 from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words, tesseract_version
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
 from veriharness.score.metrics.text import ocr_word_scores
@@ -143,17 +144,17 @@ def _f1_ceiling(task_dir: Path, reference_words: list[OcrWord]) -> float | None:
     path = task_dir / "reference_dom.json"
     if not path.is_file():
         return None
-    reference = load_model(path, DomFacts)
+    reference = read_dom(path)
     vw, vh = reference.viewport.width, reference.viewport.height
     texts = [t.text for t in reference.texts if in_viewport(t, vw, vh)]
     return ocr_word_scores(texts, [w.text for w in reference_words])[0].f1
 
 
-def _block_metrics(task_dir: Path, dom: DomFacts) -> tuple[dict[str, float | None], Any]:
+def _block_metrics(task_dir: Path, dom: DomRecord) -> tuple[dict[str, float | None], Any]:
     if not (task_dir / "reference.html").is_file():
         empty = dict.fromkeys(("block_match", "text_similarity", "position", "color"))
         return empty, {"computed": False, "reason": "the task ships no reference.html"}
-    reference_dom = load_model(task_dir / "reference_dom.json", DomFacts)
+    reference_dom = read_dom(task_dir / "reference_dom.json")
     scores = block_scores(reference_dom, dom)
     values = {
         "block_match": scores.block_match,
@@ -180,7 +181,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     reference_png = job.task_dir / "reference.png"
     if not reference_png.is_file():
         raise InputError(f"{reference_png}: file not found (task_dir={job.task_dir})")
-    render = load_model(job.render_dir / "render.json", RenderInfo)
+    render = read_render(job.render_dir / "render.json")
     details: dict[str, Any] = {
         "render_status": render.status,
         "reference_png": sha256_file(reference_png),
@@ -201,7 +202,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     render_png = job.render_dir / "render.png"
     if not render_png.is_file():
         raise InputError(f"{render_png}: file not found although render.json says status ok")
-    dom = load_model(job.render_dir / "dom.json", DomFacts)
+    dom = read_dom(job.render_dir / "dom.json")
     reference_words = _reference_words(reference_png, ocr_cache)
     values: dict[str, float | None] = {}
     pixels, details["size_mismatch"] = _pixel_metrics(render_png, reference_png)

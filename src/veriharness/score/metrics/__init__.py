@@ -2,7 +2,8 @@
 
 One concept per module: `pixels` (SSIM, mean absolute error), `text` (word precision/recall/F1),
 `blocks` (text-block metrics after Design2Code), `color` (CIEDE2000), `phash` (DCT perceptual
-hash), `refs` (files an answer page refers to) and `inputs` (the render-stage files, validated).
+hash), `refs` (files an answer page refers to) and `inputs` (the render-stage files, read whole
+through `runfolder.render`).
 The formulas are written out in docs/metrics.md.
 """
 

@@ -47,8 +47,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
+from veriharness.runfolder.render import DomRecord
 from veriharness.score.metrics.color import ciede2000, srgb_to_lab
-from veriharness.score.metrics.inputs import DomFacts
 
 __all__ = [
     "MIN_TEXT_RATIO",
@@ -129,7 +129,7 @@ def _join(first: Block, second: Block) -> Block:
     )
 
 
-def page_blocks(page: DomFacts) -> list[Block]:
+def page_blocks(page: DomRecord) -> list[Block]:
     """The page's text nodes as blocks, in document order; texts sharing one box joined."""
     width, height = max(page.page.width, 1), max(page.page.height, 1)
     by_box: dict[tuple[float, float, float, float], Block] = {}
@@ -289,7 +289,7 @@ def _position(reference: Block, answer: Block) -> float:
     return 1.0 - max(abs(rx - ax), abs(ry - ay))
 
 
-def block_scores(reference: DomFacts, answer: DomFacts) -> BlockScores:
+def block_scores(reference: DomRecord, answer: DomRecord) -> BlockScores:
     """The four block metrics of an answer page against a reference page."""
     refs, anss = page_blocks(reference), page_blocks(answer)
     n_refs, n_anss = len(refs), len(anss)
