@@ -21,7 +21,7 @@ from veriharness.agent.session import (
     upstream_for,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:

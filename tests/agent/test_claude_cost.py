@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from test_session_boundary import TASK, _plan
+from agent.test_session_boundary import TASK, _plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
 from veriharness.offline import OFFLINE_AGENT_MODEL

@@ -25,7 +25,7 @@ from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
 from veriharness.runfolder.outcome import AgentOutcome
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 

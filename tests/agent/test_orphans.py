@@ -17,14 +17,14 @@ import pytest
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 _SESSION = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from test_faults import _plan
+from agent.test_faults import _plan
 from veriharness.agent.session import run_session
 run_session(_plan(Path({tmp!r}), wall_clock_seconds=300))
 """

@@ -28,7 +28,7 @@ from veriharness.runfolder.outcome import AgentOutcome
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "Recreate the screenshot `reference.png` as a single answer.html in the working directory.\n"
 PLANTED = {
     "VH_PLANTED_AGENT_KEY": f"sk-planted-agent-{uuid.uuid4().hex}",

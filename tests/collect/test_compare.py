@@ -13,7 +13,7 @@ from support.cli import veriharness
 from support.synthetic_runs import write_experiment
 from veriharness.collect import compare
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _runs(rows: list[tuple[str, str, int, float | None, float]]) -> pd.DataFrame:

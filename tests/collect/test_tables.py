@@ -31,7 +31,7 @@ from veriharness.collect.columns import (
     schema_markdown,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAULTS = {
     ("base", "task-000", 1): "timeout",
     ("treat", "task-001", 2): "missing",

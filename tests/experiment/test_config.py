@@ -31,7 +31,7 @@ from veriharness.experiment.config import (
 from veriharness.experiment.config_schema import schema_yaml
 from veriharness.render.dom import DomRecord, Size
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def git(root: Path, *args: str) -> str:

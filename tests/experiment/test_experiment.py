@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from experiment.test_config import git, make_project
 from support.cli import veriharness
-from test_config import git, make_project
 from veriharness.offline import OFFLINE_AGENT_MODEL
 
 

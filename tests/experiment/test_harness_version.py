@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from test_config import git, make_project
+from experiment.test_config import git, make_project
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "veriharness"
+SRC = Path(__file__).resolve().parents[2] / "src" / "veriharness"
 
 
 def _harness(tmp_path: Path) -> Path:

@@ -21,7 +21,7 @@ from veriharness.experiment.taxonomy import load_taxonomy
 from veriharness.mllm.catalog import load_catalog
 from veriharness.mllm.schema import CallRequest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ROOT / "prompts"
 B1, B2, B3 = "b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.1"
 CATALOG = load_catalog(ROOT / "config" / "model-catalog.offline.yaml")

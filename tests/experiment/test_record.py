@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_config import make_project
-from test_experiment import vh
+from experiment.test_config import make_project
+from experiment.test_experiment import vh
 from veriharness.experiment.check import cell_identity, load_definition
 from veriharness.experiment.config import ExperimentConfig
 from veriharness.experiment.record import diff_records, flatten, identity_hash

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiment.test_config import git, make_project
 from support.cli import veriharness
-from test_config import git, make_project
 
 
 def _check(root: Path, *extra: str) -> tuple[int, str, str]:

@@ -6,8 +6,7 @@ import base64
 import json
 from pathlib import Path
 
-from mllm_test_data import ANTHROPIC_KEY_VALUE, read_trace
-
+from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE, read_trace
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness.mllm.catalog import load_catalog
 from veriharness.mllm.trace import CallCompleted, CallFailed, CallStarted

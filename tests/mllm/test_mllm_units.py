@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from mllm_test_data import noise_image, read_trace
 
+from mllm.mllm_test_data import noise_image, read_trace
 from veriharness.mllm.backends import (
     AnthropicMessagesBackend,
     ModelRequest,
@@ -75,8 +75,7 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The model has answered (and been paid): a crash while checking the reply must not lose it."""
-    from mllm_provider_stub import ProviderStub
-
+    from mllm.mllm_provider_stub import ProviderStub
     from veriharness._util.programs import project_root
     from veriharness.experiment.taxonomy import load_taxonomy
     from veriharness.mllm import server

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from offline_images import channel_distance
 from PIL import Image, ImageDraw, ImageFont
 
+from offline.offline_images import channel_distance
 from veriharness.offline.pixels import compare, describe
 
 FONTS = "/usr/share/fonts/truetype/dejavu/"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from test_config import make_project
-from test_experiment import check, vh
+from experiment.test_config import make_project
+from experiment.test_experiment import check, vh
 from veriharness.experiment.prompts import SEPARATOR, load_module
 
 

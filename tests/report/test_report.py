@@ -14,7 +14,7 @@ from support.cli import veriharness
 from support.synthetic_runs import write_experiment, write_repeated_calls
 from veriharness._util.programs import find_chromium
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAULTS = {
     ("base", "task-000", 1): "timeout",
     ("treat", "task-001", 1): "missing",

@@ -14,7 +14,7 @@ from veriharness._util.ocr import Box, OcrWord
 from veriharness.score.audit import FLAGS, AuditThresholds, audit_run
 from veriharness.score.metrics.inputs import DomFacts, RenderInfo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from support.cli import veriharness
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(
     p.parent.name
     for p in (ROOT / "tasks").glob("*/reference.html")

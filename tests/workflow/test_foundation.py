@@ -11,7 +11,7 @@ import yaml
 
 from veriharness._util.programs import CLAUDE_CODE_VERSION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pyproject() -> dict:

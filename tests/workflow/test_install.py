@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from experiment.test_identity_pin import PINNED_CELLS
 from support.cli import ROOT
-from test_identity_pin import PINNED_CELLS
 
 SOURCE_PARTS = ("pyproject.toml", "README.md", "src")
 

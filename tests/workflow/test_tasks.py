@@ -15,7 +15,7 @@ from PIL import Image
 
 from veriharness.render.dom import DomRecord
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 TASK_IDS = sorted(p.parent.name for p in TASKS.glob("*/task.yaml"))
 REQUIRED_KINDS = {"landing_page", "form", "pricing_table", "dashboard", "article", "settings_page"}
 
