@@ -64,7 +64,7 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
     (tmp_path / "taxonomy.yaml").write_text(
         (ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml").read_text()
     )
-    return SessionPlan(**fields)  # type: ignore[arg-type]
+    return SessionPlan(**fields)
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -207,7 +207,8 @@ def test_a_crashing_cli_is_a_recorded_failure(tmp_path: Path) -> None:
     outcome = run_session(plan)
     # No session ever started: the CLI (or the sandbox) is broken, not the agent.
     assert outcome.status == "infra_error" and outcome.exit_code == 3
-    assert "before its session started" in (outcome.error or "") and "boom" in outcome.error
+    assert outcome.error is not None
+    assert "before its session started" in outcome.error and "boom" in outcome.error
     assert "boom" in (plan.run_dir / "claude_stderr.log").read_text()
     assert [a.status for a in outcome.attempts] == ["infra_error"]
 

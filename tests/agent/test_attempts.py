@@ -43,6 +43,7 @@ def test_attempts_are_numbered_and_never_overwritten(tmp_path: Path) -> None:
     first = keep_earlier_attempt(tmp_path)
     _attempt(tmp_path, '{"type": "result"}\n', outcome="ok")
     second = keep_earlier_attempt(tmp_path)
+    assert first is not None and second is not None
 
     assert (first, second) == (tmp_path / "attempts" / "1", tmp_path / "attempts" / "2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["attempts", "run.json"]

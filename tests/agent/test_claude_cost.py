@@ -34,6 +34,8 @@ SONNET = TokenPrice(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
 @contextmanager
 def renaming_gateway(upstream: str) -> Iterator[str]:
     target = urlsplit(upstream)
+    assert target.hostname is not None, upstream
+    host: str = target.hostname  # narrowed for the handler below
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -45,7 +47,7 @@ def renaming_gateway(upstream: str) -> Iterator[str]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             body = body.replace(f'"{KNOWN}"'.encode(), f'"{OFFLINE_AGENT_MODEL}"'.encode())
-            conn = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
+            conn = http.client.HTTPConnection(host, target.port, timeout=120)
             headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
             conn.request(self.command, self.path, body, headers)
             answer = conn.getresponse()

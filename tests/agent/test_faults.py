@@ -62,7 +62,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         api_retries=0,
     )
     fields.update(overrides)
-    return SessionPlan(**fields)  # type: ignore[arg-type]
+    return SessionPlan(**fields)
 
 
 def _faults(monkeypatch: pytest.MonkeyPatch, **faults: object) -> None:

@@ -25,7 +25,7 @@ from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
 
 TOKEN = "session-token-0123456789abcdef"
 REAL_KEY = "sk-real-provider-key-fedcba9876543210"
-BODY = {"model": "claude-test-1", "max_tokens": 10, "stream": True, "messages": []}
+BODY: dict[str, Any] = {"model": "claude-test-1", "max_tokens": 10, "stream": True, "messages": []}
 PAYLOAD = json.dumps(BODY).encode()
 EVENTS = [
     ("message_start", {"type": "message_start", "message": {"id": "m1", "model": "claude-test-1",

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, TypedDict
 
@@ -509,7 +510,7 @@ def test_every_row_an_extraction_builds_holds_only_its_tables_declared_columns(
     )
     extraction = experiment_runs.collect_runs(exp.exp_dir, jobs=1)
     extracts = extraction.extracts
-    row_tables = {
+    row_tables: dict[str, Sequence[Mapping[str, object]]] = {
         "runs": [ex.run for ex in extracts],
         "agent_tool_calls": [r for ex in extracts for r in ex.tool_calls],
         "mllm_calls": [r for ex in extracts for r in ex.mllm_calls],

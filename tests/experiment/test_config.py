@@ -281,6 +281,6 @@ def test_compare_takes_one_pair_a_list_of_pairs_or_null() -> None:
             config_from_mapping({"conditions": conditions, "compare": bad})
         assert expected in str(caught.value), (bad, str(caught.value))
     # Snakemake's own validation refuses the malformed shapes too.
-    for bad in ([{"baseline": "a"}], [{"baseline": "a", "treatment": "b", "x": 1}], "a"):
+    for malformed in ([{"baseline": "a"}], [{"baseline": "a", "treatment": "b", "x": 1}], "a"):
         with pytest.raises(WorkflowError):
-            validate({"conditions": conditions, "compare": bad}, str(SCHEMA_PATH))
+            validate({"conditions": conditions, "compare": malformed}, str(SCHEMA_PATH))

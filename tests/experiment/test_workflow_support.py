@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def test_command_line_text_becomes_the_schema_types() -> None:
-    config = {
+    config: dict[str, Any] = {
         "allow_uncommitted": "true",
         "replicates": "3",
         "check_models": "False",

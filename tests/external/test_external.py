@@ -175,7 +175,9 @@ def test_an_external_set_is_compared_with_another_like_any_condition(scored: Pat
 
 def test_an_unknown_set_or_a_missing_folder_is_named(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    args = ["--task", TASKS[0], "--run-dir", tmp_path / "run", "--project-root", tmp_path]
+    args: list[str | Path] = [
+        "--task", TASKS[0], "--run-dir", tmp_path / "run", "--project-root", tmp_path
+    ]  # fmt: skip
     unknown = veriharness("import-answer", "--config", config, "--set", "nope", *args)
     assert unknown.returncode == 2 and "--set 'nope' is not one of" in unknown.stderr
     absent = veriharness("import-answer", "--config", config, "--set", "partial", *args)

@@ -39,6 +39,20 @@ def _record(out: Path) -> RenderRecord:
     return RenderRecord.model_validate_json((out / "render.json").read_text())
 
 
+def _darkest(image: Image.Image) -> float:
+    """The darkest grey level of an image (0 black, 255 white)."""
+    low, _ = image.convert("L").getextrema()
+    assert isinstance(low, int | float)
+    return low
+
+
+def _grey(grey_image: Image.Image, x: int, y: int) -> float:
+    """One pixel of a single-band ("L") image."""
+    value = grey_image.getpixel((x, y))
+    assert isinstance(value, int | float)
+    return value
+
+
 def _dom(out: Path) -> DomRecord:
     return DomRecord.model_validate_json((out / "dom.json").read_text())
 
@@ -187,7 +201,7 @@ def test_batch_uses_one_browser_and_records_failed_answers(tmp_path: Path) -> No
     assert status["hangs"].failed_step == "load" and "load_time" in status["hangs"].capped
     assert "did not finish loading within 3.0 s" in (status["hangs"].error or "")
     with Image.open(tmp_path / "hangs" / "render" / "render.png") as shot:
-        assert shot.size == (240, 160) and shot.convert("L").getextrema()[0] < 100
+        assert shot.size == (240, 160) and _darkest(shot) < 100
     assert [t.text for t in _dom(tmp_path / "hangs" / "render").texts] == ["spins"]
     assert status["missing"].answer_sha256 is None
     assert status["empty"].answer_sha256 is not None
@@ -197,7 +211,7 @@ def test_batch_uses_one_browser_and_records_failed_answers(tmp_path: Path) -> No
             assert shot.convert("RGB").getextrema() == ((255, 255), (255, 255), (255, 255))
         assert _dom(tmp_path / name / "render").texts == []
     with Image.open(tmp_path / "broken" / "render" / "render.png") as shot:
-        assert shot.convert("L").getextrema()[0] < 100  # the text before the error is drawn
+        assert _darkest(shot) < 100  # the text before the error is drawn
     assert [t.text for t in _dom(tmp_path / "broken" / "render").texts] == ["still here"]
     launches = [r.timings.launch_ms for r in status.values() if r.timings.launch_ms is not None]
     assert len(launches) == 1
@@ -392,17 +406,17 @@ def test_form_controls_show_their_values_and_placeholders(
     ink = [
         x
         for x in range(int(send.x) - 40, int(send.x + send.width) + 40)
-        if shot.getpixel((x, int(send.y + send.height / 2))) < 128
+        if _grey(shot, x, int(send.y + send.height / 2)) < 128
     ]
     assert ink and send.x - 2 <= min(ink) and max(ink) <= send.x + send.width + 2
     # A textarea: content-box height, the widest line's width, right-aligned as styled.
     assert area.height > 2 * area.font_size_px
     assert 0 < area.width < name.width
     row = int(area.y + area.font_size_px / 2)
-    ink = [x for x in range(int(area.x) - 80, 640) if shot.getpixel((x, row)) < 128]
+    ink = [x for x in range(int(area.x) - 80, 640) if _grey(shot, x, row) < 128]
     assert ink and area.x - 2 <= min(ink) and max(ink) <= area.x + area.width + 2
     row = int(name.y + name.height / 2)
     # Inside the control's borders (x 20 and 219), so only the value's glyphs count as ink.
-    ink = [x for x in range(22, 218) if shot.getpixel((x, row)) < 128]
+    ink = [x for x in range(22, 218) if _grey(shot, x, row) < 128]
     assert ink and name.x - 2 <= min(ink) and max(ink) <= name.x + name.width + 2
     assert not any("hunter2" in t.text or "secret" in t.text for t in dom.texts)

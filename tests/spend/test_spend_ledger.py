@@ -103,10 +103,12 @@ def test_a_torn_last_line_is_skipped_and_isolated(tmp_path: Path) -> None:
     gate.charge("mllm", "m", "a", TokenCounts(), 0.5)
     with open(ledger_path(tmp_path), "a") as handle:
         handle.write('{"time": "2026-12-01T00:00:00+00:00", "run": "c/t/r1", "cost_u')
-    assert newest_entry(ledger_path(tmp_path)).total_usd == 0.5
+    first = newest_entry(ledger_path(tmp_path))
+    assert first is not None and first.total_usd == 0.5
     gate.charge("mllm", "m", "b", TokenCounts(), 0.25)
     assert [e.request_id for e in tail_entries(ledger_path(tmp_path), 10)] == ["a", "b"]
-    assert newest_entry(ledger_path(tmp_path)).total_usd == 0.75
+    second = newest_entry(ledger_path(tmp_path))
+    assert second is not None and second.total_usd == 0.75
 
 
 def test_per_run_cap_stops_only_that_run(tmp_path: Path) -> None:

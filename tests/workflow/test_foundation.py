@@ -97,7 +97,7 @@ def test_stage_packages_keep_their_import_contracts() -> None:
 
 
 def test_the_package_type_checks_strictly() -> None:
-    """mypy --strict over src/veriharness, as configured in pyproject.toml ([tool.mypy])."""
+    """mypy --strict over src/veriharness and every test body, as configured in pyproject.toml."""
     import subprocess
     import sys
 
