@@ -155,11 +155,19 @@ def test_a_remote_stylesheet_is_flagged_with_its_url(scored) -> None:
     assert evidence["declared"] == ["https://fonts.example.com/x.css"]
 
 
-def _score_one(render: Path, answer: Path, task: Path, out: Path) -> subprocess.CompletedProcess:
+def _ocr_cache(scored: dict[str, Path]) -> Path:
+    """The module's reference OCR cache, filled by the batch (the workflow passes one too): a
+    single-run score reads the reference words from it instead of running tesseract again."""
+    return scored["blank"].parent / "ocr"
+
+
+def _score_one(
+    render: Path, answer: Path, task: Path, out: Path, ocr_cache: Path
+) -> subprocess.CompletedProcess:
     """`veriharness score` for one run, through its command line."""
     return veriharness(
         "score", "--render-dir", str(render), "--answer-dir", str(answer),
-        "--task-dir", str(task), "--out-dir", str(out),
+        "--task-dir", str(task), "--out-dir", str(out), "--ocr-cache", str(ocr_cache),
     )  # fmt: skip
 
 
@@ -167,7 +175,8 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     run = scored["blank"]
     render = tmp_path / "render"
     shutil.copytree(run / "render", render)
-    single = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path)
+    cache = _ocr_cache(scored)
+    single = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path, cache)
     assert single.returncode == 0, single.stderr
     assert _read(tmp_path, "metrics.json")["metrics"] == _read(run, "metrics.json")["metrics"]
 
@@ -175,7 +184,7 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     info["status"] = "rendered"
     (render / "render.json").write_text(json.dumps(info))
     (tmp_path / "metrics.json").unlink()
-    bad = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path)
+    bad = _score_one(render, run / "answer", ROOT / "tasks" / TASKS[0], tmp_path, cache)
     assert bad.returncode == 0
     assert "render.json: status:" in bad.stderr and "'rendered'" in bad.stderr
     failed = _read(tmp_path, "metrics.json")
@@ -192,7 +201,7 @@ def test_a_screenshot_only_task_gets_the_screenshot_metrics_and_null_block_metri
     task.mkdir()
     shutil.copy(ROOT / "tasks" / TASKS[0] / "reference.png", task / "reference.png")
     run = scored[f"self-{TASKS[0]}"]
-    done = _score_one(run / "render", run / "answer", task, tmp_path / "out")
+    done = _score_one(run / "render", run / "answer", task, tmp_path / "out", _ocr_cache(scored))
     assert done.returncode == 0, done.stderr
     record = _read(tmp_path / "out", "metrics.json")
     full = _read(run, "metrics.json")["metrics"]
@@ -247,6 +256,7 @@ def test_a_render_of_the_wrong_size_is_padded_and_the_mismatch_recorded(scored, 
     done = veriharness(
         "score", "--render-dir", str(render), "--answer-dir", str(run / "answer"),
         "--task-dir", str(ROOT / "tasks" / TASKS[0]), "--out-dir", str(tmp_path),
+        "--ocr-cache", str(_ocr_cache(scored)),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     record = _read(tmp_path, "metrics.json")
