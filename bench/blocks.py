@@ -1,7 +1,7 @@
 """CPU time of the block metrics (Design2Code matching with neighbour merging) by page size.
 
 Two page sets:
-- the 28 stored Design2Code pairs (tests/metrics/design2code): the slowest pair and the total;
+- the 28 stored Design2Code pairs (tests/score/metrics/design2code): the slowest pair and the total;
 - synthetic pages of N one-line blocks, the answer holding the same blocks in another order
   (every other block first), so that merging is tried everywhere and none helps.
 
@@ -28,7 +28,7 @@ from veriharness.score.metrics.blocks import (
 from veriharness.score.metrics.inputs import DomFacts, DomText, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIRS = ROOT / "tests" / "metrics" / "design2code"
+PAIRS = ROOT / "tests" / "score" / "metrics" / "design2code"
 WORDS = "alpha beta gamma delta orders revenue product price team plan month year".split()
 
 __all__ = ["main"]

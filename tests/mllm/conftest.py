@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mllm_mcp_client import BlockingMcpClient, server_parameters
-from mllm_provider_stub import ProviderStub
-from mllm_test_data import ANTHROPIC_KEY_VALUE, closed_port, header_only_png, noise_image
+
+from mllm.mllm_mcp_client import BlockingMcpClient, server_parameters
+from mllm.mllm_provider_stub import ProviderStub
+from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE, closed_port, header_only_png, noise_image
 
 
 @pytest.fixture(scope="session")

@@ -16,12 +16,13 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import RequestParamsMeta
 
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 
@@ -102,7 +103,10 @@ class BlockingMcpClient:
         self, arguments: dict[str, Any], tool: str = "call", meta: dict[str, Any] | None = None
     ) -> Any:
         assert self._session is not None
-        return self._run(self._session.call_tool(tool, arguments, meta=meta))
+        # RequestParamsMeta is an open TypedDict (extra_items=Any), which mypy cannot yet match
+        # against a dict with other keys such as "claudecode/toolUseId".
+        wire_meta = cast(RequestParamsMeta, meta)
+        return self._run(self._session.call_tool(tool, arguments, meta=wire_meta))
 
     def start_call(self, arguments: dict[str, Any]) -> Future[Any]:
         """Send a call and return at once; the future holds its result."""

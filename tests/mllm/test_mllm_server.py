@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mllm_provider_stub import ProviderStub, Received
-from mllm_test_data import ANTHROPIC_KEY_VALUE
 from PIL import Image
 
+from mllm.mllm_provider_stub import ProviderStub, Received
+from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE
 from veriharness._util.programs import project_root
 from veriharness.experiment.taxonomy import load_taxonomy
 
@@ -410,7 +410,8 @@ def test_over_http_a_request_without_the_session_token_is_refused(
     import os
 
     import httpx
-    from mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server
+
+    from mllm.mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server
 
     token = "mllm-session-token-0123456789"
     env = dict(os.environ) | {"VH_STUB_URL": stub.base}

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from mcp.client.stdio import StdioServerParameters
-from mllm_mcp_client import BlockingMcpClient
-from mllm_provider_stub import ProviderStub
 
+from mllm.mllm_mcp_client import BlockingMcpClient
+from mllm.mllm_provider_stub import ProviderStub
 from veriharness.spend.ledger import ledger_path, read_stop
 
 PRICE = {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 0.0}

@@ -6,11 +6,16 @@ import base64
 import json
 from pathlib import Path
 
-from mllm_test_data import ANTHROPIC_KEY_VALUE, read_trace
-
+from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE, read_trace
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness.experiment.catalog import load_catalog
-from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted
+from veriharness.runfolder.mllm_trace import (
+    CallCompleted,
+    CallFailed,
+    CallStarted,
+    TracedImage,
+    TracedText,
+)
 
 
 def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
@@ -47,6 +52,8 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
         assert (event.taxonomy.id, event.taxonomy.version) == ("veriharness-capabilities", "0.1")
         assert event.output == {"kind": "json"}
         full, part, hint = event.inputs
+        assert isinstance(full, TracedImage) and isinstance(part, TracedImage)
+        assert isinstance(hint, TracedText) and part.region is not None
         file_digest = sha256_file(workspace / "shots/screen.png")
         assert full.file_sha256 == full.attached_sha256 == file_digest
         assert part.file_sha256 == file_digest and part.region.model_dump() == region
@@ -56,13 +63,15 @@ def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(
     assert isinstance(completed, CallCompleted)
     assert completed.parse_status == "ok" and completed.raw_response == '{"heading": "x"}'
     assert (completed.usage.input_tokens, completed.usage.output_tokens) == (13, 5)
-    assert ends[last_three[2].call_id].error_type == "http_status"
+    failed = ends[last_three[2].call_id]
+    assert isinstance(failed, CallFailed) and failed.error_type == "http_status"
 
     received = stub.received[-3].json()
     sent_crop = base64.b64decode(
         received["messages"][0]["content"][4]["image_url"]["url"].split(",", 1)[1]
     )
-    assert sha256_bytes(sent_crop) == last_three[0].inputs[1].attached_sha256
+    cropped = last_three[0].inputs[1]
+    assert isinstance(cropped, TracedImage) and sha256_bytes(sent_crop) == cropped.attached_sha256
 
     text = trace_path.read_text()
     image_b64 = base64.b64encode((workspace / "shots/screen.png").read_bytes()).decode()

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from mllm_test_data import noise_image, read_trace
 
+from mllm.mllm_test_data import noise_image, read_trace
 from veriharness.experiment.catalog import CatalogError, ProviderSettings
 from veriharness.experiment.tool_contract import (
     CallRequest,
@@ -53,9 +53,10 @@ def test_check_reply_statuses() -> None:
     assert check_reply(TextOutput(kind="text"), "{oops") == ("not_applicable", None)
     assert check_reply(JsonOutput(kind="json"), "[1, 2]") == ("ok", None)
     status, diagnostic = check_reply(JsonOutput(kind="json"), "\n  nope")
-    assert status == "invalid_json" and "line 2 column 3" in diagnostic
+    assert status == "invalid_json" and "line 2 column 3" in (diagnostic or "")
     schema = {"type": "object", "properties": {"a": {"type": "object", "required": ["b"]}}}
-    status, diagnostic = check_reply(JsonOutput(kind="json", schema=schema), '{"a": {}}')
+    status, diagnostic = check_reply(JsonOutput(kind="json", json_schema=schema), '{"a": {}}')
+    assert diagnostic is not None
     assert status == "schema_invalid" and "$.a" in diagnostic and "'b'" in diagnostic
 
 
@@ -64,10 +65,10 @@ def test_a_schema_ref_must_point_inside_the_schema() -> None:
 
     defs = {"$defs": {"pt": {"type": "object", "required": ["x"]}, "anchored": {"$anchor": "n"}}}
     for ref in ("#/$defs/pt", "#n", "#"):
-        JsonOutput(kind="json", schema={**defs, "items": {"$ref": ref}})
+        JsonOutput(kind="json", json_schema={**defs, "items": {"$ref": ref}})
     schema = {**defs, "type": "array", "items": {"$ref": "#/$defs/pt"}}
-    status, diagnostic = check_reply(JsonOutput(kind="json", schema=schema), '[{"y": 1}]')
-    assert status == "schema_invalid" and "'x'" in diagnostic
+    status, diagnostic = check_reply(JsonOutput(kind="json", json_schema=schema), '[{"y": 1}]')
+    assert status == "schema_invalid" and "'x'" in (diagnostic or "")
     for ref, where in (
         ("#/$defs/missing", "/items"),
         ("https://example.org/point.json", "/items"),
@@ -75,7 +76,7 @@ def test_a_schema_ref_must_point_inside_the_schema() -> None:
         ("other.json#/a", "/items"),
     ):
         with pytest.raises(ValidationError, match="must point inside the schema") as caught:
-            JsonOutput(kind="json", schema={**defs, "items": {"$ref": ref}})
+            JsonOutput(kind="json", json_schema={**defs, "items": {"$ref": ref}})
         assert f"at {where}: $ref {ref!r}" in str(caught.value)
 
 
@@ -83,8 +84,7 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The model has answered (and been paid): a crash while checking the reply must not lose it."""
-    from mllm_provider_stub import ProviderStub
-
+    from mllm.mllm_provider_stub import ProviderStub
     from veriharness._util.programs import project_root
     from veriharness.experiment.catalog import load_catalog
     from veriharness.experiment.taxonomy import load_taxonomy
@@ -130,7 +130,7 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
     assert len(completed) == 1
     assert completed[0].raw_response == '{"a": 1}'
     assert completed[0].parse_status == "check_failed"
-    assert "RecursionError: maximum recursion depth exceeded" in completed[0].diagnostic
+    assert "RecursionError: maximum recursion depth exceeded" in (completed[0].diagnostic or "")
 
 
 def test_tags_are_checked_only_against_the_taxonomy_given() -> None:
@@ -168,7 +168,9 @@ def _settings(style: str, **extra: object) -> ProviderSettings:
 
 def test_payload_order_instruction_then_labelled_inputs_then_contract() -> None:
     request = ModelRequest(
-        "Do it.", (PreparedText("notes", "abc"),), JsonOutput(kind="json", schema={"type": "array"})
+        "Do it.",
+        (PreparedText("notes", "abc"),),
+        JsonOutput(kind="json", json_schema={"type": "array"}),
     )
     for backend in (
         OpenAIChatBackend(_settings("openai-chat")),
@@ -181,7 +183,7 @@ def test_payload_order_instruction_then_labelled_inputs_then_contract() -> None:
             contract_text(request.output),
         ]
     assert contract_text(TextOutput(kind="text")) is None
-    assert '{"type": "array"}' in contract_text(request.output)
+    assert '{"type": "array"}' in (contract_text(request.output) or "")
 
 
 def test_encoded_body_is_exactly_the_json_of_the_payload(tmp_path: Path) -> None:
@@ -197,7 +199,7 @@ def test_encoded_body_is_exactly_the_json_of_the_payload(tmp_path: Path) -> None
     request = ModelRequest(
         f"Compare {tricky}",
         (PreparedText("t", tricky), *images),
-        JsonOutput(kind="json", schema={"description": tricky}),
+        JsonOutput(kind="json", json_schema={"description": tricky}),
     )
     for backend in (
         OpenAIChatBackend(_settings("openai-chat", native_json=True)),

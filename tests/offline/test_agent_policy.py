@@ -20,7 +20,7 @@ from veriharness.offline.sse import TextBlock, ToolUseBlock
 WORKDIR = "/tmp/vh-ws-123"
 TASK = "Recreate the screenshot at `reference.png` as answer.html.\n"
 B3 = "<verification_policy>\nRender and compare before you finish.\n</verification_policy>\n"
-LAYOUT = {
+LAYOUT: dict[str, Any] = {
     "width": 320,
     "height": 200,
     "background": "#fafafa",
@@ -50,9 +50,13 @@ MISSING = {
 }
 
 
+# A (tool, input, result, is_error) turn of an earlier request.
+Turn = tuple[str, dict[str, Any], str, bool]
+
+
 def _body(
     system: str,
-    turns: list[tuple[str, dict[str, Any], str, bool]],
+    turns: list[Turn],
     tools: tuple[str, ...] = (MLLM_TOOL, "Write", "Bash", "Edit"),
 ) -> dict[str, Any]:
     """A request as claude -p sends it, after the given (tool, input, result, is_error) turns."""
@@ -119,9 +123,9 @@ def _review(**found: Any) -> str:
     return json.dumps({**base, **found})
 
 
-LAYOUT_TURN = (MLLM_TOOL, {}, json.dumps(LAYOUT), False)
-WRITE_TURN = ("Write", {}, "File created successfully", False)
-BASH_TURN = ("Bash", {}, "rendered draft.png", False)
+LAYOUT_TURN: Turn = (MLLM_TOOL, {}, json.dumps(LAYOUT), False)
+WRITE_TURN: Turn = ("Write", {}, "File created successfully", False)
+BASH_TURN: Turn = ("Bash", {}, "rendered draft.png", False)
 
 
 def test_first_step_asks_for_the_layout_of_the_named_reference() -> None:
@@ -170,7 +174,7 @@ def test_with_b3_the_draft_is_rendered_then_compared() -> None:
 
 def test_review_findings_are_written_back_into_the_page() -> None:
     shift = {"text": "First line", "reference_colour": "#0000aa", "draft_colour": "#333333"}
-    review = (MLLM_TOOL, {}, _review(missing_text=[MISSING], colour_shifts=[shift]), False)
+    review: Turn = (MLLM_TOOL, {}, _review(missing_text=[MISSING], colour_shifts=[shift]), False)
     turns = [LAYOUT_TURN, WRITE_TURN, BASH_TURN, review]
     fix = _tool(next_message(_body(TASK + B3, turns)))
     assert fix.name == "Write"
@@ -178,7 +182,7 @@ def test_review_findings_are_written_back_into_the_page() -> None:
     assert "Second line" in page and "color:#0000aa" in page
     assert page.index("First line") < page.index("Second line")
     # The second round starts from the fixed page: a clean review ends the session.
-    clean = (MLLM_TOOL, {}, _review(), False)
+    clean: Turn = (MLLM_TOOL, {}, _review(), False)
     again = turns + [WRITE_TURN, BASH_TURN]
     assert _tool(next_message(_body(TASK + B3, again))).name == MLLM_TOOL
     assert "2 comparison round(s)" in _text(next_message(_body(TASK + B3, again + [clean])))
@@ -199,7 +203,7 @@ def test_measured_line_offsets_are_written_back_as_edits() -> None:
     }
     turns = [LAYOUT_TURN, WRITE_TURN, BASH_TURN]
     first = _tool(next_message(_body(TASK, [LAYOUT_TURN]))).input["content"]
-    review = (MLLM_TOOL, {}, _review(line_offsets=[offset]), False)
+    review: Turn = (MLLM_TOOL, {}, _review(line_offsets=[offset]), False)
     fixed = _tool(next_message(_body(TASK + B3, [*turns, review]))).input["content"]
     # a 17 px box at the 16 px ink (10, 60), under the title's box that ends at 41;
     # then moved by (-4, +3) and made bold, 17 / 1.13 px so that bold keeps the measured width
@@ -208,7 +212,12 @@ def test_measured_line_offsets_are_written_back_as_edits() -> None:
     assert "font-weight:bold" in fixed and "font-weight:bold" not in first
     # the edits persist into the next round's page, with the next review's on top
     again = [*turns, review, WRITE_TURN, BASH_TURN]
-    clean = (MLLM_TOOL, {}, _review(line_offsets=[dict(offset, dx=0, dy=0, ink_ratio=1.0)]), False)
+    clean: Turn = (
+        MLLM_TOOL,
+        {},
+        _review(line_offsets=[dict(offset, dx=0, dy=0, ink_ratio=1.0)]),
+        False,
+    )
     assert "2 comparison round(s)" in _text(next_message(_body(TASK + B3, [*again, clean])))
 
 
@@ -222,7 +231,7 @@ def test_review_asks_for_line_offsets() -> None:
 
 
 def test_review_rounds_are_bounded() -> None:
-    review = (MLLM_TOOL, {}, _review(missing_text=[MISSING]), False)
+    review: Turn = (MLLM_TOOL, {}, _review(missing_text=[MISSING]), False)
     turns = [LAYOUT_TURN]
     for _ in range(MAX_REVIEW_ROUNDS):
         turns += [WRITE_TURN, BASH_TURN, review]
@@ -236,7 +245,7 @@ def test_clean_first_review_ends_the_turn() -> None:
 
 
 def test_a_failed_tool_call_ends_the_turn_without_retry() -> None:
-    failed = (MLLM_TOOL, {}, "model request failed (timeout)", True)
+    failed: Turn = (MLLM_TOOL, {}, "model request failed (timeout)", True)
     text = _text(next_message(_body(TASK, [failed])))
     assert MLLM_TOOL in text and "model request failed (timeout)" in text
     render_failed = [LAYOUT_TURN, WRITE_TURN, ("Bash", {}, "no screenshot written", True)]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from offline_images import BODY, TITLE, screenshot
 
+from offline.offline_images import BODY, TITLE, screenshot
 from veriharness._util.programs import find_claude, project_root
 from veriharness.experiment.catalog import OFFLINE_URL_ENV
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ def _line(text: str, y: int, size: float = 16.0, height: int = 16) -> dict:
     }
 
 
-LAYOUT = {
+LAYOUT: dict[str, Any] = {
     "width": 400,
     "height": 300,
     "background": "#ffffff",

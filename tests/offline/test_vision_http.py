@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import httpx
-from offline_images import (
+
+from offline.offline_images import (
     BACKGROUND,
     BODY,
     BODY_COLOUR,
@@ -18,7 +19,6 @@ from offline_images import (
     data_url,
     screenshot,
 )
-
 from veriharness.experiment.offline_model import OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import LAYOUT_SCHEMA, REVIEW_SCHEMA
 

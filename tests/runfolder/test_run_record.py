@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from test_config import make_project
-from test_record import BASE, CELL
+from experiment.test_config import make_project
+from experiment.test_record import BASE, CELL
 from veriharness.experiment.definition import load_definition
 from veriharness.experiment.prompts import AssembledPrompt
 from veriharness.experiment.record import RunRecord

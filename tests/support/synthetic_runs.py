@@ -177,7 +177,11 @@ def _transcript_and_trace(
             "usage": {"input_tokens": 1200 + 40 * step, "output_tokens": 300},
         }
         events.append({"type": "assistant", "message": message, "session_id": session})
-        block = {"type": "tool_result", "tool_use_id": tool_id, "content": result}
+        block: dict[str, object] = {
+            "type": "tool_result",
+            "tool_use_id": tool_id,
+            "content": result,
+        }
         block["is_error"] = is_error
         events.append({"type": "user", "message": {"content": [block]}, "session_id": session})
     spec.turns = steps + 1
@@ -300,7 +304,9 @@ def _write_run(
     (run_dir / "mllm_trace.jsonl").write_text(
         "".join(json.dumps(e) + "\n" for e in trace), encoding="utf-8"
     )
-    status = {"timeout": "timeout", "failed": "failed", "max_turns": "max_turns"}.get(fault, "ok")
+    status = {"timeout": "timeout", "failed": "failed", "max_turns": "max_turns"}.get(
+        fault or "", "ok"
+    )
     outcome = {
         "kind": "agent_outcome",
         "status": status,
@@ -331,7 +337,7 @@ def _write_run(
         "error": {
             "timeout": "wall clock limit 900 s reached",
             "failed": "claude exited with code 1",
-        }.get(fault),
+        }.get(fault or ""),
     }
     if fault == "bad_type":
         outcome["num_turns"] = "many"

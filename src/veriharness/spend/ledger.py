@@ -20,7 +20,7 @@ Caps (``execution.max_usd``, ``execution.max_usd_per_run``) are checked before e
 (`SpendGate.admit`): the request is refused when the total already reached the cap. A request is
 charged when its cost is known, after its reply. The worst case overshoot is therefore the cost
 of the requests already admitted and not yet charged when the cap was crossed: at most one
-request per concurrent requester (see docs/decisions.md and tests/test_spend_ledger.py).
+request per concurrent requester (see docs/decisions.md and tests/spend/test_spend_ledger.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,131 @@
+"""Our price of a session agrees with Claude Code's own `total_cost_usd` for a model Claude Code
+knows. The session runs the real claude CLI as `claude-sonnet-4-5` against a real HTTP stand-in
+for a gateway: it renames the model to the offline model on the way in and back on the way out,
+so Claude Code sees a known model name and prices the usage with its own list."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from agent.test_session_boundary import TASK, _plan
+from veriharness.agent.request_record import REQUESTS_FILE, read_requests
+from veriharness.agent.session import run_session
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
+from veriharness.experiment.prices import TokenPrice
+from veriharness.offline.server import running_offline_server
+
+pytestmark = pytest.mark.slow
+
+KNOWN = "claude-sonnet-4-5"
+# Its list price per million tokens, as Claude Code's own table has it (tier 3/15).
+SONNET = TokenPrice(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
+
+
+@contextmanager
+def renaming_gateway(upstream: str) -> Iterator[str]:
+    target = urlsplit(upstream)
+    assert target.hostname is not None, upstream
+    host: str = target.hostname  # narrowed for the handler below
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _forward(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            body = body.replace(f'"{KNOWN}"'.encode(), f'"{OFFLINE_AGENT_MODEL}"'.encode())
+            conn = http.client.HTTPConnection(host, target.port, timeout=120)
+            headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+            conn.request(self.command, self.path, body, headers)
+            answer = conn.getresponse()
+            data = answer.read().replace(
+                OFFLINE_AGENT_MODEL.encode(), KNOWN.encode()
+            )  # in the JSON body or the event stream
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.getheader("Content-Type") or "")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            conn.close()
+
+        do_GET = do_POST = _forward  # noqa: N815 - stdlib names
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VH_TEST_GATEWAY_KEY", "gateway-key")
+    with running_offline_server() as offline, renaming_gateway(offline) as gateway:
+        plan = _plan(
+            tmp_path,
+            TASK,
+            endpoint="gateway",
+            base_url=gateway,
+            api_key_env="VH_TEST_GATEWAY_KEY",
+            model=KNOWN,
+            agent_price=SONNET,
+            isolation="none",
+        )
+        outcome = run_session(plan)
+    assert outcome.status == "ok", outcome.error
+    records = [r for r in read_requests(plan.run_dir / REQUESTS_FILE) if r.input_tokens]
+    assert records and all(r.model == KNOWN for r in records)
+    ours, theirs = outcome.spend.agent_usd, outcome.total_cost_usd
+    assert ours is not None and theirs is not None and theirs > 0
+    assert ours == pytest.approx(theirs, rel=1e-6)
+    assert outcome.spend.agent_source == "proxy"
+    ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
+    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]
+    assert sum(x["cost_usd"] for x in ledger if x["source"] == "agent") == pytest.approx(ours)
+
+
+def test_the_proxy_refuses_the_request_after_the_cap_and_the_session_ends(
+    tmp_path: Path,
+) -> None:
+    from veriharness.spend.ledger import SpendSettings
+
+    run_dir = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
+    capped = SpendSettings(
+        experiment_dir=tmp_path / "results" / "exp",
+        run_dir=run_dir,
+        condition="cond",
+        task="task",
+        replicate=1,
+        max_usd=1e-6,  # the first request is admitted and crosses it
+    )
+    plan = _plan(tmp_path, TASK, agent_price=SONNET, spend=capped, isolation="none")
+    outcome = run_session(plan)
+    assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
+    assert "spending cap reached" in (outcome.error or "")
+    records = read_requests(run_dir / REQUESTS_FILE)
+    # One request answered; every later one refused (a 400 naming the cap, or, when run-agent
+    # ended the session while the refusal was being written, a broken connection).
+    assert records[0].status == 200 and records[0].input_tokens
+    assert len(records) >= 2 and all(r.status in (400, None) for r in records[1:])
+    assert any("spending cap reached" in (r.error or "") for r in records[1:])
+    ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
+    ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]
+    assert [x["source"] for x in ledger] == ["agent"]
+    assert outcome.spend.agent_usd == pytest.approx(ledger[0]["cost_usd"])
