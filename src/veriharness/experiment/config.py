@@ -39,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from veriharness.experiment.analysis import AnalysisSettings
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.spend.prices import PriceSettings
 
@@ -314,6 +315,10 @@ class ExperimentConfig(_Strict):
     """Sets of answers no session wrote, each scored as the condition external:<name> (one run
     per task, replicate 1) through the same render, audit and score stages. Analysis only; not
     hashed."""
+    analysis: AnalysisSettings = AnalysisSettings()
+    """The outcomes the comparison declares before any session runs: the primary family (the
+    verdict's, corrected on its own), the secondary family, the audit flags scored at the floor,
+    and alpha. Analysis only; not hashed."""
     annotation: AnnotationSettings = AnnotationSettings()
     """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
     ones). Analysis only; not hashed: a change reruns annotation, never a session."""
