@@ -86,26 +86,67 @@ def _comparison_summary(exp_dir: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _comparison_html(exp_dir: Path) -> str:
+def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
+    """The answer first: per compared pair, the verdict's sentences, then its primary outcome(s)
+    with the intention-to-treat and per-protocol figures side by side."""
     path = exp_dir / "comparison.csv"
-    if not path.is_file():
+    if not summary or not path.is_file():
         return "<p>No comparison (compare: null, or not written yet).</p>"
     table = pd.read_csv(path)
+    parts = []
+    for pair in summary.get("pairs", []):
+        baseline, treatment = pair.get("baseline"), pair.get("treatment")
+        mine = table[(table["baseline"] == baseline) & (table["treatment"] == treatment)]
+        primary = mine[mine["family"] == "primary"]
+        rows = [
+            [
+                r.measure,
+                r.population,
+                str(r.n_pairs),
+                f"{_number(r.baseline_mean)} / {_number(r.treatment_mean)}",
+                _number(r.mean_diff),
+                f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
+                _number(r.p_value),
+                _number(r.p_holm),
+                f"{r.n_floor_b}/{r.n_floor_t}",
+            ]
+            for r in primary.itertuples()
+        ]
+        counted = pair.get("runs_counted", {})
+        head = ["primary outcome", "analysis", "tasks", "baseline / treatment", "diff", "95% CI"]
+        sentences = "".join(f"<li>{esc(line)}</li>" for line in pair.get("verdict", []))
+        parts.append(
+            f"<h3>{esc(str(treatment))} vs {esc(str(baseline))}</h3><ul>{sentences}</ul>"
+            + _table(rows, [*head, "p", "p (Holm)", "at floor b/t"])
+            + f"<p>Runs counted: {esc(str(baseline))} {counted.get(baseline, '?')}, "
+            f"{esc(str(treatment))} {counted.get(treatment, '?')} (intention to treat: every run "
+            "of a condition counts, an unscored or rule-flagged answer at the measure's floor; "
+            "per-protocol: runs with a scored answer only).</p>"
+        )
+    return "".join(parts) + "<p>Every measure and family: <code>comparison.md</code>.</p>"
+
+
+def _flag_rates_html(exp_dir: Path) -> str:
+    path = exp_dir / "comparison.csv"
+    if not path.is_file():
+        return ""
+    table = pd.read_csv(path)
+    audit = table[table["family"] == "audit"]
     rows = [
         [
-            f"{r.treatment} vs {r.baseline}" if "baseline" in table else "",
-            r.measure,
-            r.better,
-            str(r.n_pairs),
+            f"{r.treatment} vs {r.baseline}",
+            str(r.measure).removeprefix("audit_"),
             _number(r.baseline_mean),
             _number(r.treatment_mean),
             _number(r.mean_diff),
-            f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
+            _number(r.p_holm),
         ]
-        for r in table.itertuples()
+        for r in audit.itertuples()
     ]
-    head = ["pair", "measure", "better", "tasks", "baseline", "treatment", "diff", "95% CI"]
-    return _table(rows, head) + "<p>Details: <code>comparison.md</code>.</p>"
+    if not rows:
+        return ""
+    head = ["pair", "audit flag", "baseline rate", "treatment rate", "diff", "p (Holm)"]
+    return "<h2>Audit flag rates</h2>" + _table(rows, head)
 
 
 def _money(value: object) -> str:
@@ -151,8 +192,10 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
             f"{_money(ledger.total_usd if ledger else None)} of max_usd "
             f"{_money(execution.get('max_usd'))}",
         ],
-        ["spend (Claude Code's own)", _money(spend("claude_cost_usd"))],
     ]
+    if not run_caveats(current)["runs_offline"]:
+        # Offline runs: Claude Code prices a stand-in model with its own list; not a spend.
+        facts.append(["spend (Claude Code's own)", _money(spend("claude_cost_usd"))])
     summary = _comparison_summary(exp_dir)
     left = [
         [str(x.get("condition")), str(x.get("task")), str(x.get("replicate")), str(x.get("reason"))]
@@ -165,13 +208,16 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     else:
         left_html = "<p>None: every run of both conditions counts.</p>"
     return (
-        f"{warnings}<h2>Comparison</h2>{_comparison_html(exp_dir)}"
+        f"{warnings}<h2>Verdict</h2>{_verdict_html(summary, exp_dir)}"
+        f"<h2>Runs excluded from the comparison: {len(left)} (not the agent's doing)</h2>"
+        f"{left_html}{_flag_rates_html(exp_dir)}"
         f"<h2>Experiment</h2>{_table(facts, ['', ''])}"
-        f"<h2>Runs left out of the comparison: {len(left)}</h2>{left_html}"
     )
 
 
 _COMPARISON_COLUMNS = (
+    ("family", "family"),
+    ("population", "analysis"),
     ("measure", "measure"),
     ("n_pairs", "tasks"),
     ("baseline_mean", "baseline"),
@@ -267,7 +313,8 @@ def _comparison_sections(exp_dir: Path, out: Path) -> str:
     for number, ((baseline, treatment), pair) in enumerate(
         table.groupby(["baseline", "treatment"], sort=False), start=1
     ):
-        plot = plot_comparison(pair, baseline, treatment, out / f"comparison_{number}.png")
+        itt = pair[(pair["population"] == "itt") & (pair["family"] != "audit")]
+        plot = plot_comparison(itt, baseline, treatment, out / f"comparison_{number}.png")
         head = "".join(f"<th>{esc(label)}</th>" for _, label in _COMPARISON_COLUMNS)
         body = "".join(
             "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c, _ in _COMPARISON_COLUMNS) + "</tr>"

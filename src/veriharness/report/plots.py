@@ -149,6 +149,7 @@ def plot_comparison(table: pd.DataFrame, baseline: str, treatment: str, path: Pa
         path,
         f"{treatment} minus {baseline}, paired by task (replicate means): the mean difference of "
         "each measure with its 95% bootstrap interval, each on its own scale; the grey line is "
-        "no difference. p(Holm) is the sign-flip permutation p-value adjusted across the "
-        "measures of this pair.",
+        "no difference. Intention to treat: every run counts, an unscored or rule-flagged answer "
+        "at the measure's floor. p(Holm) is the sign-flip permutation p-value adjusted within the "
+        "measure's family (primary, secondary); process measures are not tested.",
     )
