@@ -48,6 +48,9 @@ VERBS: dict[str, Verb] = {
     ),
     "collect": Verb("veriharness.collect.tables", "collect run folders into tables"),
     "compare": Verb("veriharness.collect.compare", "compare pairs of conditions, paired by task"),
+    "power": Verb(
+        "veriharness.collect.power", "tasks a study needs, estimated from a pilot's differences"
+    ),
     "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
     "status": Verb(
         "veriharness.spend.status", "runs done, running and left, and the spend, per condition"

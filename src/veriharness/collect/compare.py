@@ -66,6 +66,8 @@ __all__ = [
     "comparison_summary",
     "comparisons_markdown",
     "verdict",
+    "recorded_analysis",
+    "task_differences",
     "add_arguments",
     "run",
 ]
@@ -307,6 +309,27 @@ def compare_conditions(
     return out
 
 
+def task_differences(
+    runs: pd.DataFrame,
+    baseline: str,
+    treatment: str,
+    measure: str,
+    settings: AnalysisSettings,
+    cells: dict[str, dict[str, str]] | None = None,
+) -> np.ndarray:
+    """The paired task differences (treatment minus baseline) of `measure` in the ITT
+    population, as the comparison computes them."""
+    _check_conditions(runs, baseline, treatment)
+    itt = populations(runs[runs["condition"].isin([baseline, treatment])], settings, cells).itt
+    if measure not in itt:
+        raise ComparisonError(f"the runs table has no column {measure!r}")
+    b, _, _ = _by_task(itt[itt["condition"] == baseline], measure)
+    t, _, _ = _by_task(itt[itt["condition"] == treatment], measure)
+    both = b.index.intersection(t.index)
+    diffs = (t.loc[both] - b.loc[both]).dropna()
+    return np.asarray(diffs.to_numpy(float))
+
+
 def _paired_tasks(itt: pd.DataFrame, baseline: str, treatment: str) -> int:
     b = set(itt.loc[itt["condition"] == baseline, "task"])
     t = set(itt.loc[itt["condition"] == treatment, "task"])
@@ -534,7 +557,7 @@ def comparisons_markdown(tables: list[pd.DataFrame]) -> str:
     return head + "\n".join(comparison_markdown(t, level=2) for t in tables)
 
 
-def _recorded(path: Path) -> tuple[dict[str, dict[str, str]] | None, AnalysisSettings]:
+def recorded_analysis(path: Path) -> tuple[dict[str, dict[str, str]] | None, AnalysisSettings]:
     """From experiment.json: condition -> task -> identity hash (None without a record), and the
     analysis declared before the sessions ran (the defaults for a record made before the
     `analysis` section existed; comparison.md then says so through its verdict's settings)."""
@@ -588,7 +611,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"compare: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
         return 2
     try:
-        cells, settings = _recorded(args.experiment_dir / "experiment.json")
+        cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
         tables = compare_pairs(
             pd.read_parquet(runs_path), _pairs(args), args.seed, args.resamples, cells, settings
         )

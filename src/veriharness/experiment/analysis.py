@@ -32,6 +32,7 @@ __all__ = [
     "RULE_FLAGS",
     "AUDIT_FLAGS",
     "design_limits",
+    "design_warnings",
     "smallest_p",
 ]
 
@@ -159,3 +160,20 @@ def design_limits(family: str, outcomes: int, tasks: int, alpha: float) -> Desig
     # m * 2^(1-n) <= alpha  <=>  n >= 1 + log2(m / alpha)
     needed = max(1, math.ceil(1 + math.log2(max(outcomes, 1) / alpha) - 1e-12))
     return DesignLimits(family, outcomes, tasks, best, best_holm, best_holm <= alpha, needed)
+
+
+def design_warnings(settings: AnalysisSettings, tasks: int) -> list[str]:
+    """One line per declared family that cannot reach alpha with `tasks` paired tasks."""
+    families = {"primary": len(settings.primary), "secondary": len(settings.secondary_measures)}
+    lines = []
+    for family, outcomes in families.items():
+        lim = design_limits(family, outcomes, tasks, settings.alpha)
+        if outcomes and not lim.reachable:
+            lines.append(
+                f"the {family} family ({outcomes} outcome(s)) cannot reach alpha "
+                f"{settings.alpha:g} with {tasks} task(s): the smallest possible p is "
+                f"{lim.smallest_p:.4g} and the smallest p(Holm) {lim.smallest_p_holm:.4g}; it "
+                f"needs at least {lim.tasks_needed} tasks (replicates do not help: the unit is the "
+                "task)"
+            )
+    return lines

@@ -30,6 +30,7 @@ from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
 from veriharness._util.superseded import SUPERSEDED, move_to_superseded
+from veriharness.experiment.analysis import design_warnings
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
@@ -608,4 +609,6 @@ def run(args: argparse.Namespace) -> int:
         f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
         f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
     )
+    for line in design_warnings(config.analysis, len(defn.selected_task_ids)):
+        print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     return 0

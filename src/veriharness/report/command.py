@@ -115,13 +115,20 @@ def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
         counted = pair.get("runs_counted", {})
         head = ["primary outcome", "analysis", "tasks", "baseline / treatment", "diff", "95% CI"]
         sentences = "".join(f"<li>{esc(line)}</li>" for line in pair.get("verdict", []))
+        design = "; ".join(
+            f"{d['family']}: {d['outcomes']} outcome(s), smallest p(Holm) "
+            f"{_number(float(d['smallest_p_holm']))}"
+            for d in pair.get("design", [])
+        )
         parts.append(
             f"<h3>{esc(str(treatment))} vs {esc(str(baseline))}</h3><ul>{sentences}</ul>"
             + _table(rows, [*head, "p", "p (Holm)", "at floor b/t"])
             + f"<p>Runs counted: {esc(str(baseline))} {counted.get(baseline, '?')}, "
             f"{esc(str(treatment))} {counted.get(treatment, '?')} (intention to treat: every run "
             "of a condition counts, an unscored or rule-flagged answer at the measure's floor; "
-            "per-protocol: runs with a scored answer only).</p>"
+            "per-protocol: runs with a scored answer only). What this design can show at best, "
+            f"with {pair.get('paired', '?')} paired tasks: {esc(design)} (alpha "
+            f"{pair.get('alpha', '?')}).</p>"
         )
     return "".join(parts) + "<p>Every measure and family: <code>comparison.md</code>.</p>"
 
