@@ -427,15 +427,11 @@ def test_the_readmes_rerun_from_a_record_that_git_ignores_starts_for_real(
     finished: Path, project: Path
 ) -> None:
     """README: `snakemake --cores 4 all --configfile results/<exp>/experiment.json --config
-    experiment=<exp>-rerun`. The record sits in results/, which git ignores: it is an output
-    whose every value is recorded, not an input to commit. Run for real (the start check runs
-    only outside dry runs) and stopped once the rerun's own record is written."""
-    assert (
-        subprocess.run(
-            ["git", "check-ignore", "-q", "results/example/experiment.json"], cwd=project
-        ).returncode
-        == 0
-    )
+    experiment=<exp>-rerun`. The record sits in results/, which git does not track: it is an
+    output whose every value is recorded, not an input to commit. Run for real (the start check
+    runs only outside dry runs) and stopped once the rerun's own record is written."""
+    tracked = ["git", "ls-files", "--error-unmatch", "results/example/experiment.json"]
+    assert subprocess.run(tracked, cwd=project, capture_output=True).returncode != 0
     rerun = project / "results" / "example-rerun"
     command = [
         sys.executable, "-m", "snakemake", "--cores", "1", "all",
