@@ -72,8 +72,9 @@ class _Stream(BaseHTTPRequestHandler):
 def session_bodies(folder: Path) -> list[bytes]:
     """The Messages API bodies one real offline session (B3 present) sent its model."""
     from veriharness._util.programs import find_claude
-    from veriharness.agent.session import SessionPlan, run_session
-    from veriharness.offline import OFFLINE_AGENT_MODEL
+    from veriharness.agent.plan import SessionPlan
+    from veriharness.agent.session import run_session
+    from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
     run_dir = folder / "run"
     run_dir.mkdir()
@@ -89,7 +90,7 @@ def session_bodies(folder: Path) -> list[bytes]:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=20,
         wall_clock_seconds=300,
@@ -102,6 +103,8 @@ def session_bodies(folder: Path) -> list[bytes]:
         log_model_requests=True,
         project=ROOT,
         label="bench-proxy",
+        infra_retries=0,
+        api_retries=None,
     )
     outcome = run_session(plan)
     if outcome.status != "ok":

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from veriharness._util.programs import find_claude  # noqa: E402
-from veriharness.agent.session import SessionPlan, run_session  # noqa: E402
-from veriharness.offline import OFFLINE_AGENT_MODEL  # noqa: E402
+from veriharness.agent.plan import SessionPlan  # noqa: E402
+from veriharness.agent.session import run_session  # noqa: E402
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL  # noqa: E402
 from veriharness.offline.server import FAULTS_ENV  # noqa: E402
 from veriharness.render.guard import descendants  # noqa: E402
 
@@ -55,7 +56,7 @@ def _plan(base: Path, index: int) -> SessionPlan:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=12,
         wall_clock_seconds=900,
@@ -68,6 +69,8 @@ def _plan(base: Path, index: int) -> SessionPlan:
         log_model_requests=True,
         project=ROOT,
         label=f"bench-r{index}",
+        infra_retries=0,
+        api_retries=None,
     )
 
 

@@ -204,8 +204,8 @@ def service_call(
 
 
 def make_service(ws: Path, catalog: Path, trace: Path) -> Any:
+    from veriharness.experiment.catalog import load_catalog
     from veriharness.experiment.taxonomy import load_taxonomy
-    from veriharness.mllm.catalog import load_catalog
     from veriharness.mllm.server import CallService
     from veriharness.mllm.trace import TraceWriter
 

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from veriharness.runfolder.spend import TokenCounts  # noqa: E402
 from veriharness.spend.ledger import (  # noqa: E402
     BudgetExhausted,
     SpendGate,
@@ -29,7 +30,6 @@ from veriharness.spend.ledger import (  # noqa: E402
     ledger_path,
     newest_entry,
 )
-from veriharness.spend.prices import TokenCounts  # noqa: E402
 
 MAX_COST = 0.05
 

@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from veriharness.agent.session import AgentOutcome  # noqa: E402
+from veriharness.report.status import format_status, read_status  # noqa: E402
+from veriharness.runfolder.outcome import AgentOutcome  # noqa: E402
+from veriharness.runfolder.spend import TokenCounts  # noqa: E402
 from veriharness.spend.ledger import LedgerEntry  # noqa: E402
-from veriharness.spend.prices import TokenCounts  # noqa: E402
-from veriharness.spend.status import format_status, read_status  # noqa: E402
 
 CONDITIONS = ("b3-absent", "b3-present")
 STATES = (("ok", 0.78), ("running", 0.02), ("failed", 0.03), ("budget", 0.05), ("to_go", 0.12))

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from veriharness.agent.proxy import ANTHROPIC_URL
-from veriharness.agent.session import (
+from veriharness.agent.plan import (
     USER_MESSAGE,
     SessionPlan,
     command_line,
-    run_session,
     session_environment,
-    summarize_transcript,
     upstream_for,
 )
+from veriharness.agent.proxy import ANTHROPIC_URL
+from veriharness.agent.session import run_session
+from veriharness.agent.transcript import summarize_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +53,8 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         log_model_requests=False,
         project=tmp_path / "project",
         label="cond-task-r1",
+        infra_retries=0,
+        api_retries=None,
     )
     fields.update(overrides)
     (tmp_path / "project").mkdir(exist_ok=True)
@@ -168,11 +170,12 @@ def test_summary_reads_init_and_result_events(tmp_path: Path) -> None:
     ]  # fmt: skip
     transcript.write_text("\n".join(json.dumps(e) for e in events) + "\n{cut-off line")
     summary = summarize_transcript(transcript)
-    assert summary["mllm_connected"] is True
-    assert summary["session_tools"] == ["Read", "Write", "mcp__mllm__call"]
-    assert summary["num_turns"] == 4
-    assert summary["usage"].cache_read_input_tokens == 3
-    assert summary["result_subtype"] == "success"
+    assert summary.init is not None and summary.result is not None
+    assert summary.init.mllm_connected is True
+    assert summary.init.session_tools == ["Read", "Write", "mcp__mllm__call"]
+    assert summary.result.num_turns == 4
+    assert summary.result.usage.cache_read_input_tokens == 3
+    assert summary.result.result_subtype == "success"
 
 
 def test_wall_clock_limit_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -349,8 +352,9 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(plan.model_dump_json())
     code = (
-        "import sys; from veriharness.agent.session import SessionPlan, run_session, _interrupt; "
-        "import signal; signal.signal(signal.SIGTERM, _interrupt); "
+        "import sys; from veriharness.agent.plan import SessionPlan; "
+        "from veriharness.agent.session import end_session_on_sigterm, run_session; "
+        "end_session_on_sigterm(); "
         "run_session(SessionPlan.model_validate_json(open(sys.argv[1]).read()))"
     )
     job = subprocess.Popen([sys.executable, "-c", code, str(plan_file)])
@@ -365,8 +369,8 @@ def test_an_interrupted_job_ends_its_session_too(tmp_path: Path) -> None:
 
 
 def test_no_session_starts_once_the_experiments_cap_is_reached(tmp_path: Path) -> None:
+    from veriharness.runfolder.spend import TokenCounts
     from veriharness.spend.ledger import SpendGate, SpendSettings, stopped_runs
-    from veriharness.spend.prices import TokenCounts
 
     started = tmp_path / "started"
     claude = _script(tmp_path, f"touch {started}\nexit 0\n")
@@ -391,7 +395,7 @@ def test_no_session_starts_once_the_experiments_cap_is_reached(tmp_path: Path) -
 def test_a_refused_request_ends_the_session_as_budget_exhausted(tmp_path: Path) -> None:
     # A stand-in for a session whose mllm server (or agent proxy) just refused a request: it
     # leaves budget_stop.json and goes on working; the session is ended within a poll.
-    from veriharness.spend.ledger import BudgetStop
+    from veriharness.runfolder.spend import BudgetStop
 
     child_pid = tmp_path / "child.pid"
     stop = BudgetStop(

@@ -11,7 +11,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from support.cli import veriharness
 from veriharness._util.ocr import Box, OcrWord
-from veriharness.score.audit import FLAGS, AuditThresholds, audit_run
+from veriharness.runfolder.audit import AuditThresholds
+from veriharness.score.audit import FLAGS, audit_run
 from veriharness.score.metrics.inputs import DomFacts, RenderInfo
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,9 @@ import pytest
 from test_session_boundary import TASK, _plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
+from veriharness.experiment.prices import TokenPrice
 from veriharness.offline.server import running_offline_server
-from veriharness.spend.prices import TokenPrice
 
 pytestmark = pytest.mark.slow
 

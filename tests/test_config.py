@@ -29,7 +29,7 @@ from veriharness.experiment.config import (
     resolve_task_ids,
 )
 from veriharness.experiment.config_schema import schema_yaml
-from veriharness.render.dom import DomRecord, Size
+from veriharness.runfolder.render import DomRecord, Size
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -250,8 +250,8 @@ def test_every_exported_name_exists() -> None:
 
 
 def test_the_real_model_example_prices_every_model_it_names() -> None:
-    from veriharness.experiment.check import missing_prices
-    from veriharness.mllm.catalog import load_catalog
+    from veriharness.experiment.catalog import load_catalog
+    from veriharness.experiment.definition import missing_prices
 
     config = load_config(ROOT / "config" / "example-real.yaml")
     catalog = load_catalog(ROOT / config.model_catalog)

@@ -14,7 +14,7 @@ import yaml
 
 from support.cli import veriharness
 from test_config import git, make_project
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
 
 def vh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -18,9 +18,11 @@ import pytest
 
 from veriharness._util.programs import find_claude
 from veriharness.agent.outcome import Waiting, classify
+from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
-from veriharness.agent.session import _KILL_GRACE_SECONDS, SessionPlan, run_session
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.agent.session import _KILL_GRACE_SECONDS, run_session
+from veriharness.agent.transcript import SessionInit, SessionResult, TranscriptSummary
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
 from veriharness.runfolder.outcome import AgentOutcome
@@ -45,7 +47,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         claude=find_claude(),
         endpoint="offline",
         base_url=None,
-        api_key_env=None,
+        api_key_env="ANTHROPIC_API_KEY",
         model=OFFLINE_AGENT_MODEL,
         max_turns=6,
         wall_clock_seconds=120,
@@ -269,8 +271,13 @@ def test_a_callmllm_provider_hanging_past_the_wall_clock_is_an_infra_error(
 
 
 def test_agent_outcomes_are_not_infra_errors() -> None:
-    init = {"mllm_connected": True}
-    turns = {**init, "result_subtype": "error_max_turns", "is_error": True}
+    started = SessionInit(mllm_connected=True)
+    init = TranscriptSummary(init=started)
+
+    def ended(**result: object) -> TranscriptSummary:
+        return TranscriptSummary(init=started, result=SessionResult.model_validate(result))
+
+    turns = ended(result_subtype="error_max_turns", is_error=True)
     assert classify(1, False, turns)[0] == "max_turns"
     assert classify(None, True, init)[0] == "timeout"
     # At the wall clock, a request open for less than a quarter of the limit is the agent's time.
@@ -278,27 +285,27 @@ def test_agent_outcomes_are_not_infra_errors() -> None:
                                   (59, 3600, "timeout"), (60, 3600, "infra_error")]:  # fmt: skip
         waiting = Waiting("the model provider", waited)
         assert classify(None, True, init, "", waiting, limit)[0] == status, (waited, limit)
-    refused = {**init, "result_subtype": "success", "is_error": True, "result_text": "no"}
+    refused = ended(result_subtype="success", is_error=True, result_text="no")
     assert classify(1, False, refused)[0] == "failed"
-    too_long = {
-        **refused,
-        "api_error_status": 400,
-        "result_text": "API Error: 400 prompt is too long",
-    }
+    too_long = ended(
+        result_subtype="success",
+        is_error=True,
+        api_error_status=400,
+        result_text="API Error: 400 prompt is too long",
+    )
     assert classify(1, False, too_long) == ("failed", "API Error: 400 prompt is too long")
-    ok = {**init, "result_subtype": "success", "is_error": False}
-    assert classify(0, False, ok) == ("ok", None)
+    assert classify(0, False, ended(result_subtype="success", is_error=False)) == ("ok", None)
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])
 def test_a_provider_refusing_the_set_up_is_not_the_agents_failure(status: int) -> None:
-    refused = {
-        "mllm_connected": True,
-        "result_subtype": "success",
-        "is_error": True,
-        "api_error_status": status,
-        "result_text": f"API Error: {status} no",
-    }
+    result = SessionResult(
+        result_subtype="success",
+        is_error=True,
+        api_error_status=status,
+        result_text=f"API Error: {status} no",
+    )
+    refused = TranscriptSummary(init=SessionInit(mllm_connected=True), result=result)
     outcome, cause = classify(1, False, refused)
     assert outcome == "infra_error"
     refusal = f"the model provider refused the session's credentials or model (HTTP {status})"
@@ -306,7 +313,7 @@ def test_a_provider_refusing_the_set_up_is_not_the_agents_failure(status: int) -
 
 
 def test_claude_ending_mid_session_without_a_result_is_the_clis_failure() -> None:
-    started = {"mllm_connected": True}
+    started = TranscriptSummary(init=SessionInit(mllm_connected=True))
     for code in (0, 1):
         outcome, cause = classify(code, False, started, "TypeError: x is undefined\n")
         assert outcome == "infra_error"

@@ -19,8 +19,8 @@ from support.cli import veriharness
 from support.hostile import bomb_png
 from veriharness.render.browser import FULL_PAGE_MAX_HEIGHT, Renderer
 from veriharness.render.command import render_answer
-from veriharness.render.dom import DomRecord, RenderRecord
 from veriharness.render.guard import descendants
+from veriharness.runfolder.render import DomRecord, RenderRecord
 
 WIDTH, HEIGHT = 320, 200
 BLUE = (0, 64, 200)

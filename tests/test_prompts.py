@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
+from veriharness.experiment.catalog import load_catalog
 from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     SEPARATOR,
@@ -18,8 +19,7 @@ from veriharness.experiment.prompts import (
     resolve_module,
 )
 from veriharness.experiment.taxonomy import load_taxonomy
-from veriharness.mllm.catalog import load_catalog
-from veriharness.mllm.schema import CallRequest
+from veriharness.experiment.tool_contract import CallRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"

@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from veriharness.agent.proxy import SseUsage, Upstream, running_proxy
-from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts, read_requests
+from veriharness.agent.request_record import Refusal, RequestFacts, read_requests
+from veriharness.runfolder.agent_requests import AgentRequest
 
 TOKEN = "session-token-0123456789abcdef"
 REAL_KEY = "sk-real-provider-key-fedcba9876543210"

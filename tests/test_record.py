@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from test_config import make_project
 from test_experiment import vh
-from veriharness.experiment.check import cell_identity, load_definition
 from veriharness.experiment.config import ExperimentConfig
+from veriharness.experiment.definition import cell_identity, load_definition
 from veriharness.experiment.record import diff_records, flatten, identity_hash
 from veriharness.prepare.run_folder import prepare_run, write_run
 

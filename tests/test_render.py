@@ -17,7 +17,7 @@ from support.cli import veriharness
 from veriharness._util.hashing import sha256_file
 from veriharness.render.browser import Renderer, RenderSetupError
 from veriharness.render.command import BatchItem, read_batch, render_answer
-from veriharness.render.dom import DomRecord, RenderRecord
+from veriharness.runfolder.render import DomRecord, RenderRecord
 
 
 def _veriharness(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

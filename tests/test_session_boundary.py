@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from veriharness._util.programs import find_claude
+from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
-from veriharness.agent.session import SessionPlan, run_session
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.agent.session import run_session
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.agent_policy import SNOOP_MARKER
 from veriharness.offline.server import running_offline_server
 from veriharness.runfolder.outcome import AgentOutcome
@@ -100,6 +101,8 @@ def _plan(tmp_path: Path, system_prompt: str, **overrides: Any) -> SessionPlan:
         log_model_requests=True,
         project=ROOT,
         label="boundary",
+        infra_retries=0,
+        api_retries=None,
     )
     return SessionPlan(**(fields | overrides))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import (
     BudgetExhausted,
     SpendGate,
@@ -22,7 +23,6 @@ from veriharness.spend.ledger import (
     read_stop,
     tail_entries,
 )
-from veriharness.spend.prices import TokenCounts
 
 WRITERS = 12
 MAX_COST = 0.05

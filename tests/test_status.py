@@ -8,8 +8,8 @@ from pathlib import Path
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
+from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import SpendGate, SpendSettings
-from veriharness.spend.prices import TokenCounts
 
 
 def test_status_counts_runs_and_spend_per_condition(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from veriharness.render.dom import DomRecord
+from veriharness.runfolder.render import DomRecord
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 TASK_IDS = sorted(p.parent.name for p in TASKS.glob("*/task.yaml"))

@@ -1,8 +1,9 @@
 """The `veriharness` command: one verb per pipeline stage.
 
-Each verb lives in the module of its stage and exposes two functions, `add_arguments(parser)` and
-`run(args) -> int`. This file only names them, so a stage module is imported only when its verb
-runs (a Snakemake job pays for the stage it runs, not for all of them).
+Each verb belongs to a package, whose `verbs` module holds, per verb, `add_<verb>_arguments(parser)`
+and `run_<verb>(args) -> int` (the verb's name with `-` as `_`). This file only names the package,
+so a job imports that one `verbs` module, which imports the verb's own modules when it runs (a
+Snakemake job pays for the stage it runs, not for all of them).
 """
 
 from __future__ import annotations
@@ -10,53 +11,51 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NamedTuple
+from collections.abc import Callable
+from types import ModuleType
+from typing import NamedTuple, cast
 
-__all__ = ["main", "VERBS"]
+__all__ = ["main", "VERBS", "verb_functions"]
 
 
 class Verb(NamedTuple):
-    module: str
+    package: str
     help: str
 
 
 VERBS: dict[str, Verb] = {
-    "check-setup": Verb(
-        "veriharness._util.programs", "report which external programs are installed"
-    ),
-    "mllm-server": Verb("veriharness.mllm.server", "serve the CallMLLM MCP tool (stdio or HTTP)"),
-    "serve-offline": Verb("veriharness.offline.server", "serve the embedded offline model"),
-    "check-experiment": Verb(
-        "veriharness.experiment.check", "validate an experiment and write its experiment.json"
-    ),
-    "hash-files": Verb(
-        "veriharness.prepare.input_digests", "write the sha256 digests of some files"
-    ),
-    "prepare": Verb("veriharness.prepare.run_folder", "write one run's record and prompt snapshot"),
-    "run-agent": Verb("veriharness.agent.session", "run one claude -p session for a prepared run"),
-    "redo-session": Verb(
-        "veriharness.agent.attempts", "keep a finished session aside so the workflow runs it again"
-    ),
-    "import-answer": Verb(
-        "veriharness.external.answers", "import one task's answer of an external answer set"
-    ),
-    "render": Verb("veriharness.render.command", "render answer.html of one or more runs"),
-    "render-reference": Verb("veriharness.render.command", "re-render a task's reference.png"),
-    "score": Verb("veriharness.score.command", "audit and score one or more rendered runs"),
-    "annotate": Verb(
-        "veriharness.annotate.command", "label one run's CallMLLM calls with inferred tags"
-    ),
-    "collect": Verb("veriharness.collect.tables", "collect run folders into tables"),
-    "compare": Verb("veriharness.collect.compare", "compare pairs of conditions, paired by task"),
-    "power": Verb(
-        "veriharness.collect.power", "tasks a study needs, estimated from a pilot's differences"
-    ),
-    "report": Verb("veriharness.report.command", "write plots and per-run transcript pages"),
-    "status": Verb(
-        "veriharness.spend.status", "runs done, running and left, and the spend, per condition"
-    ),
-    "record": Verb("veriharness.experiment.record", "inspect experiment and run records (diff)"),
+    "check-setup": Verb("_util", "report which external programs are installed"),
+    "mllm-server": Verb("mllm", "serve the CallMLLM MCP tool (stdio or HTTP)"),
+    "serve-offline": Verb("offline", "serve the embedded offline model"),
+    "check-experiment": Verb("prepare", "validate an experiment and write its experiment.json"),
+    "hash-files": Verb("prepare", "write the sha256 digests of some files"),
+    "prepare": Verb("prepare", "write one run's record and prompt snapshot"),
+    "run-agent": Verb("agent", "run one claude -p session for a prepared run"),
+    "redo-session": Verb("agent", "keep a finished session aside so the workflow runs it again"),
+    "import-answer": Verb("external", "import one task's answer of an external answer set"),
+    "render": Verb("render", "render answer.html of one or more runs"),
+    "render-reference": Verb("render", "re-render a task's reference.png"),
+    "score": Verb("score", "audit and score one or more rendered runs"),
+    "annotate": Verb("annotate", "label one run's CallMLLM calls with inferred tags"),
+    "collect": Verb("collect", "collect run folders into tables"),
+    "compare": Verb("collect", "compare pairs of conditions, paired by task"),
+    "power": Verb("collect", "tasks a study needs, estimated from a pilot's differences"),
+    "report": Verb("report", "write plots and per-run transcript pages"),
+    "status": Verb("report", "runs done, running and left, and the spend, per condition"),
+    "record": Verb("experiment", "inspect experiment and run records (diff)"),
 }
+
+AddArguments = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+
+def verb_functions(name: str) -> tuple[AddArguments, Run]:
+    """`add_<verb>_arguments` and `run_<verb>` of the verb's package's `verbs` module."""
+    module: ModuleType = importlib.import_module(f"veriharness.{VERBS[name].package}.verbs")
+    suffix = name.replace("-", "_")
+    add = cast(AddArguments, getattr(module, f"add_{suffix}_arguments"))
+    run = cast(Run, getattr(module, f"run_{suffix}"))
+    return add, run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,14 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    # Parse the verb first, then let its module declare its own arguments.
+    # Parse the verb first, then let its package declare the verb's own arguments.
     known, _ = parser.parse_known_args(argv[:1] or ["--help"])
-    verb = VERBS[known.verb]
-    module = importlib.import_module(verb.module)
-    sub = argparse.ArgumentParser(prog=f"veriharness {known.verb}", description=verb.help)
-    suffix = known.verb.replace("-", "_")
-    add = getattr(module, f"add_{suffix}_arguments", None) or module.add_arguments
+    add, run = verb_functions(known.verb)
+    sub = argparse.ArgumentParser(
+        prog=f"veriharness {known.verb}", description=VERBS[known.verb].help
+    )
     add(sub)
     args = sub.parse_args(argv[1:])
-    run = getattr(module, f"run_{suffix}", None) or module.run
     return int(run(args) or 0)

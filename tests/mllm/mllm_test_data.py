@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 from pydantic import TypeAdapter
 
-from veriharness.mllm.trace import TraceEvent
+from veriharness.runfolder.mllm_trace import TraceEvent
 
 __all__ = ["ANTHROPIC_KEY_VALUE", "header_only_png", "noise_image", "closed_port", "read_trace"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from mllm_test_data import ANTHROPIC_KEY_VALUE, read_trace
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
-from veriharness.mllm.catalog import load_catalog
-from veriharness.mllm.trace import CallCompleted, CallFailed, CallStarted
+from veriharness.experiment.catalog import load_catalog
+from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted
 
 
 def test_trace_records_each_call_and_leaks_no_bytes_keys_or_urls(

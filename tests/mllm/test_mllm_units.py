@@ -12,6 +12,15 @@ from pathlib import Path
 import pytest
 from mllm_test_data import noise_image, read_trace
 
+from veriharness.experiment.catalog import CatalogError, ProviderSettings
+from veriharness.experiment.tool_contract import (
+    CallRequest,
+    ImageInput,
+    JsonOutput,
+    RequestRefused,
+    TextOutput,
+    check_reply,
+)
 from veriharness.mllm.backends import (
     AnthropicMessagesBackend,
     ModelRequest,
@@ -20,24 +29,23 @@ from veriharness.mllm.backends import (
     contract_text,
     splice_images,
 )
-from veriharness.mllm.catalog import CatalogError, ProviderSettings
 from veriharness.mllm.images import prepare_image, resolve_image_path
-from veriharness.mllm.schema import (
-    CallRequest,
-    ImageInput,
-    JsonOutput,
-    RequestRefused,
-    TextOutput,
-    check_reply,
-)
-from veriharness.mllm.trace import CallRejected, TraceWriter
+from veriharness.mllm.trace import TraceWriter
+from veriharness.runfolder.mllm_trace import CallRejected
 
-MODULES = ["schema", "images", "backends", "trace", "server", "catalog"]
+MODULES = [
+    "experiment.tool_contract",
+    "mllm.images",
+    "mllm.backends",
+    "mllm.trace",
+    "mllm.server",
+    "experiment.catalog",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_each_module_exports_what_it_declares(name: str) -> None:
-    module = importlib.import_module(f"veriharness.mllm.{name}")
+    module = importlib.import_module(f"veriharness.{name}")
     assert module.__all__ and all(hasattr(module, item) for item in module.__all__)
 
 
@@ -78,9 +86,9 @@ def test_a_reply_that_cannot_be_checked_still_reaches_the_trace(
     from mllm_provider_stub import ProviderStub
 
     from veriharness._util.programs import project_root
+    from veriharness.experiment.catalog import load_catalog
     from veriharness.experiment.taxonomy import load_taxonomy
     from veriharness.mllm import server
-    from veriharness.mllm.catalog import load_catalog
 
     stub = ProviderStub().start()
     try:

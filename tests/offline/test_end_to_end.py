@@ -22,8 +22,8 @@ import pytest
 from offline_images import BODY, TITLE, screenshot
 
 from veriharness._util.programs import find_claude, project_root
-from veriharness.mllm.catalog import OFFLINE_URL_ENV
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.catalog import OFFLINE_URL_ENV
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import running_offline_server
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 from offline_images import channel_distance
 from PIL import Image, ImageDraw, ImageFont
 
-from veriharness.offline.pixels import compare, describe
+from veriharness.offline.pixel_facts import compare, describe
 
 FONTS = "/usr/share/fonts/truetype/dejavu/"
 LINE = "Harbour weather report"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import MLLM_TOOL
 
 SYSTEM = "Rebuild reference.png as HTML.\n"

@@ -19,7 +19,7 @@ from offline_images import (
     screenshot,
 )
 
-from veriharness.offline import OFFLINE_VISION_MODEL
+from veriharness.experiment.offline_model import OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import LAYOUT_SCHEMA, REVIEW_SCHEMA
 
 

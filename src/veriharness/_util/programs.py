@@ -6,7 +6,6 @@ it; nothing silently falls back to a different version of a program.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ __all__ = [
     "find_chromium",
     "find_bwrap",
     "find_tesseract",
+    "external_programs",
 ]
 
 # Keep equal to [tool.veriharness] claude-code-version in pyproject.toml (a test checks it).
@@ -118,12 +118,9 @@ def _which(*names: str) -> Path | None:
     return None
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quiet", action="store_true", help="print only problems")
-
-
-def run(args: argparse.Namespace) -> int:
-    problems = 0
+def external_programs() -> list[tuple[str, Path | MissingTool]]:
+    """Each external program by name, with its path or what is missing."""
+    found: list[tuple[str, Path | MissingTool]] = []
     for label, finder in (
         ("claude", find_claude),
         ("chromium", find_chromium),
@@ -131,11 +128,7 @@ def run(args: argparse.Namespace) -> int:
         ("bwrap", find_bwrap),
     ):
         try:
-            path = finder()
+            found.append((label, finder()))
         except MissingTool as missing:
-            problems += 1
-            print(f"missing  {label}: {missing}")
-        else:
-            if not args.quiet:
-                print(f"ok       {label}: {path}")
-    return 1 if problems else 0
+            found.append((label, missing))
+    return found

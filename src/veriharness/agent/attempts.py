@@ -23,33 +23,36 @@ its files are kept under `attempts/<n>/` like any other earlier attempt.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
-from veriharness._util.superseded import forget_later_stages
+from veriharness.runfolder.attempts import (
+    ATTEMPT_NAME,
+    FINISHED,
+    FINISHED_COPY,
+    FINISHED_RECORD,
+    FinishedCopy,
+    KeptAttempt,
+)
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.superseded import forget_later_stages
+from veriharness.runfolder.transcript import has_result
 
 __all__ = [
     "FINISHED",
     "SESSION_FILES",
-    "FinishedCopy",
-    "KeptAttempt",
     "keep_earlier_attempt",
     "keep_finished",
+    "not_redoable",
     "redo_session",
     "restore_finished",
 ]
 
-FINISHED = "finished"
-_PARTIAL = "finished.partial"
+_PARTIAL = f"{FINISHED}.partial"
 # What Snakemake removes of a run_agent job it reruns: the rule's declared outputs.
 _DECLARED = ("outcome.json", "answer")
 
@@ -84,49 +87,14 @@ INPUTS_CHANGED = (
 REQUESTED = "a finished session redone at the researcher's request (veriharness redo-session)"
 
 
-class FinishedCopy(BaseModel):
-    """finished/finished.json: the sha256 of the run.json the session in finished/ ran under
-    (its status and times are in finished/outcome.json)."""
-
-    run_json: str
-
-
-class KeptAttempt(BaseModel):
-    """attempts/<n>/attempt.json."""
-
-    attempt: int
-    finished: bool
-    status: str | None
-    reason: str
-    last_written_at: str
-    kept_at: str
-    files: list[str]
-
-
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
-
-
-def _has_result(transcript: Path) -> bool:
-    """Whether a stream-json transcript holds its session's closing result event."""
-    try:
-        lines = transcript.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return False
-    for line in reversed(lines):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "result":
-            return True
-    return False
 
 
 def _reason(run_dir: Path, finished: bool) -> str:
     if finished:
         return REDONE
-    return ENDED_UNRECORDED if _has_result(run_dir / "transcript.jsonl") else LOST
+    return ENDED_UNRECORDED if has_result(run_dir) else LOST
 
 
 def _link_copy(source: Path, target: Path) -> None:
@@ -151,16 +119,13 @@ def keep_finished(run_dir: Path) -> Path:
     for name in _DECLARED:
         _link_copy(run_dir / name, partial / name)
     record = FinishedCopy(run_json=_run_json(run_dir) or "")
-    atomic.write_json(partial / "finished.json", record.model_dump())
+    atomic.write_json(partial / FINISHED_RECORD, record.model_dump())
     os.replace(partial, run_dir / FINISHED)
     return run_dir / FINISHED
 
 
 def _finished_copy(run_dir: Path) -> FinishedCopy | None:
-    try:
-        return FinishedCopy.model_validate_json((run_dir / FINISHED / "finished.json").read_bytes())
-    except (OSError, ValueError):
-        return None
+    return FINISHED_COPY.read_quietly(run_dir)
 
 
 def _bring_back(run_dir: Path) -> None:
@@ -214,11 +179,11 @@ def keep_earlier_attempt(run_dir: Path, reason: str | None = None) -> Path | Non
     )
     for name in present:
         os.replace(run_dir / name, target / name)
-    atomic.write_json(target / "attempt.json", record.model_dump())
+    atomic.write_json(target / ATTEMPT_NAME, record.model_dump(mode="json"))
     return target
 
 
-def _not_redoable(run_dir: Path) -> str | None:
+def not_redoable(run_dir: Path) -> str | None:
     """Why redo-session refuses a folder, or None."""
     if not (run_dir / "run.json").is_file():
         return f"run folder {str(run_dir)!r}: no run.json, so it is not a run folder"
@@ -231,28 +196,10 @@ def redo_session(run_dir: Path) -> Path:
     """Move a run's session aside into attempts/<n>/ and remove what the later stages made of it,
     so that the next run of the workflow runs that session again; the attempt's folder."""
     run_dir = Path(run_dir)
-    refusal = _not_redoable(run_dir)
+    refusal = not_redoable(run_dir)
     if refusal is not None:
         raise ValueError(refusal)
     kept = keep_earlier_attempt(run_dir, REQUESTED)
     assert kept is not None  # outcome.json was there to move
     forget_later_stages(run_dir.parents[2], run_dir)
     return kept
-
-
-def add_redo_session_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-        help="a finished run folder, such as results/example/b3-present/landing-page/r1",
-    )  # fmt: skip
-
-
-def run_redo_session(args: argparse.Namespace) -> int:
-    refusals = [r for r in map(_not_redoable, args.run_dirs) if r is not None]
-    if refusals:  # all checked before any is moved
-        raise SystemExit("redo-session: " + "; ".join(refusals))
-    for run_dir in args.run_dirs:
-        kept = redo_session(run_dir)
-        print(f"{run_dir}: session kept under {kept.relative_to(run_dir)}; the next run of the "
-              "workflow runs it again")  # fmt: skip
-    return 0

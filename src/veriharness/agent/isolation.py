@@ -17,7 +17,7 @@ Design notes:
   cannot read other processes' environments or command lines.
 - The network is shared: the session reaches the model proxy and the `mllm` server on loopback,
   each guarded by its own per-session token. The environment is an allow-list
-  (`veriharness.agent.session.session_environment`): no key, no private address.
+  (`veriharness.agent.plan.session_environment`): no key, no private address.
 - `--die-with-parent`: when `run-agent` ends the session's process group (time limit, interrupt),
   everything inside ends with it.
 """

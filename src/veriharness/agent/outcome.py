@@ -33,8 +33,9 @@ the model proxy's record and the CallMLLM trace).
 from __future__ import annotations
 
 import signal
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from veriharness.agent.transcript import TranscriptSummary
 from veriharness.runfolder.outcome import Status
 
 __all__ = ["Status", "Waiting", "classify", "hung_upstream_s"]
@@ -67,13 +68,13 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _killed_by(exit_code: int | None, summary: dict[str, Any]) -> int | None:
+def _killed_by(exit_code: int | None, summary: TranscriptSummary) -> int | None:
     if exit_code is None:
         return None
     if exit_code < 0:
         return -exit_code
     # bwrap reports a child ended by signal N as exit status 128 + N.
-    if 128 < exit_code < 128 + 65 and "result_subtype" not in summary:
+    if 128 < exit_code < 128 + 65 and summary.result is None:
         return exit_code - 128
     return None
 
@@ -81,7 +82,7 @@ def _killed_by(exit_code: int | None, summary: dict[str, Any]) -> int | None:
 def classify(
     exit_code: int | None,
     timed_out: bool,
-    summary: dict[str, Any],
+    summary: TranscriptSummary,
     stderr_tail: str = "",
     waiting: Waiting | None = None,
     wall_clock_s: float | None = None,
@@ -102,39 +103,41 @@ def classify(
     killed = _killed_by(exit_code, summary)
     if killed is not None:
         return "infra_error", f"claude was killed by {_signal_name(killed)}, not by VeriHarness"
-    api_status = summary.get("api_error_status")
-    result = str(summary.get("result_text") or "")
-    if isinstance(api_status, int) and api_status in _UPSTREAM_STATUSES:
+    ended, started = summary.result, summary.init
+    api_status = ended.api_error_status if ended else None
+    result = (ended.result_text if ended else None) or ""
+    if api_status is not None and api_status in _UPSTREAM_STATUSES:
         return "infra_error", (
             f"the model provider answered HTTP {api_status} after Claude Code's own retries: "
             f"{result[:300]}"
         )
-    if isinstance(api_status, int) and api_status in _SETUP_REFUSALS:
+    if api_status is not None and api_status in _SETUP_REFUSALS:
         return "infra_error", (
             f"the model provider refused the session's credentials or model (HTTP {api_status}): "
             f"{result[:300]}"
         )
-    if summary.get("is_error") and result.startswith("API Error"):
+    is_error = bool(ended and ended.is_error)
+    if is_error and result.startswith("API Error"):
         if api_status is None and any(h in result.lower() for h in _UNREACHABLE_HINTS):
             return "infra_error", f"the model provider could not be reached: {result[:300]}"
-    if "mllm_connected" not in summary and "result_subtype" not in summary and exit_code != 0:
+    if started is None and ended is None and exit_code != 0:
         tail = stderr_tail.strip()[-400:]
         return "infra_error", (
             f"claude exited with code {exit_code} before its session started "
             f"(the sandbox or the CLI did not start): {tail or 'no stderr'}"
         )
-    if summary.get("mllm_connected") is False:
+    if started is not None and not started.mllm_connected:
         return "infra_error", (
             "the mllm MCP server did not connect: CallMLLM was not available to the session"
         )
-    if summary.get("result_subtype") == "error_max_turns":
+    if ended is not None and ended.result_subtype == "error_max_turns":
         return "max_turns", None
-    if "result_subtype" not in summary:
+    if ended is None:
         tail = stderr_tail.strip()[-400:]
         return "infra_error", (
             f"claude ended with code {exit_code} during the session without its result event "
             f"(the CLI failed): {tail or 'no stderr'}"
         )
-    if exit_code != 0 or summary.get("is_error"):
-        return "failed", (result[:300] or None) if summary.get("is_error") else None
+    if exit_code != 0 or is_error:
+        return "failed", (result[:300] or None) if is_error else None
     return "ok", None

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from veriharness.agent.request_record import UNANSWERED, AgentRequest, Refusal, RequestFacts
+from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
+from veriharness.runfolder.agent_requests import AgentRequest
 
 __all__ = [
     "ANTHROPIC_URL",

@@ -1,9 +1,10 @@
-"""One line of `agent_requests.jsonl`: what the model proxy saw of one request of the agent.
+"""What the model proxy records and checks of one request of the agent.
 
-The proxy writes one `AgentRequest` per request it received, answered or not; the collect stage
-reads them into the `agent_requests` table and sums them into the runs table. `RequestFacts` is
-what an admission check (a callable given to the proxy) sees before a request goes upstream, and
-`Refusal` what it answers to stop it there.
+The proxy writes one `AgentRequest` (its model is in `runfolder/agent_requests.py`) per request
+it received, answered or not, to `agent_requests.jsonl`; the collect stage reads them into the
+`agent_requests` table and sums them into the runs table. `RequestFacts` is what an admission
+check (a callable given to the proxy) sees before a request goes upstream, and `Refusal` what it
+answers to stop it there.
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from veriharness.runfolder.agent_requests import NAME, AgentRequest, read_request_lines
+
 __all__ = [
     "REQUESTS_FILE",
     "UNANSWERED",
     "RequestFacts",
     "Refusal",
-    "AgentRequest",
+    "AgentRequest",  # re-exported for agent/session.py until its split imports it from runfolder
     "read_requests",
     "longest_unanswered_s",
 ]
 
-REQUESTS_FILE = "agent_requests.jsonl"
+REQUESTS_FILE = NAME
 UNANSWERED = "open when the session ended"
 
 
@@ -46,36 +49,10 @@ class Refusal(BaseModel):
     message: str
 
 
-class AgentRequest(BaseModel):
-    kind: str = "agent_request"
-    time: str  # when the request arrived (UTC, ISO 8601)
-    method: str
-    path: str
-    model: str | None = None
-    status: int | None = None  # None: no HTTP answer reached the agent (e.g. upstream refused)
-    time_to_first_byte_ms: float | None = None
-    total_ms: float
-    streamed: bool = False
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-    stop_reason: str | None = None
-    request_bytes: int = 0
-    response_bytes: int = 0
-    error: str | None = None
-    open_at_end: bool = False  # still open when the session ended; recorded by the proxy then
-
-
 def read_requests(path: Path) -> list[AgentRequest]:
-    """The records of a run's `agent_requests.jsonl` (none when the file is absent)."""
-    if not path.is_file():
-        return []
-    return [
-        AgentRequest.model_validate_json(line)
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    """The usable records of a file of `AgentRequest` lines (none when it is absent); a bad line
+    is skipped (`runfolder`'s lenient reader), as only sums and waits are asked of them here."""
+    return read_request_lines(path, []) or []
 
 
 def longest_unanswered_s(requests: list[AgentRequest]) -> float:

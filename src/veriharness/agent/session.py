@@ -1,19 +1,23 @@
-"""One `claude -p` session for one prepared run.
+"""One `claude -p` session for one prepared run: the run loop.
 
-`plan_session` turns the experiment config and the prepared run folder into a `SessionPlan`;
-`command_line` and `session_environment` are the only places the command and its environment are
-built; `run_session` starts the process in its own process group, writes the stream-json
-transcript line by line as it arrives (a crash keeps what came before), kills the whole group at
-the wall-clock limit, and `outcome.json` records what happened. A session that ends in
-`infra_error` (`outcome.py`) is attempted again, up to `execution.infra_retries` more times; the
-files of each earlier attempt (and any found from an interrupted job) are moved, never deleted,
-into `attempts/<n>/`, and `outcome.json` lists every attempt with its status and cause. Agent
-outcomes are never retried.
+`run_session` starts the process in its own process group, writes the stream-json transcript line
+by line as it arrives (a crash keeps what came before), kills the whole group at the wall-clock
+limit, and `outcome.json` records what happened. What the session is (plan, command line,
+environment) is `plan.py`, what it spends `charges.py`, what its transcript says `transcript.py`.
+A session that ends in `infra_error` (`outcome.py`) is attempted again, up to
+`execution.infra_retries` more times; the files of each earlier attempt (and any found from an
+interrupted job) are moved, never deleted, into `attempts/<n>/`, and `outcome.json` lists every
+attempt with its status and cause. Agent outcomes are never retried.
+
+One attempt: the spending gate admits it (`_not_started_for_budget` otherwise), its private
+folder and tokens are made (`_SessionFolder`), the helpers start and claude runs
+(`_run_claude`, which fills in the `SessionFacts` as it goes), and the outcome is built from the
+facts, the transcript and the classification (`_ended_outcome`), or from the facts and the
+error when something raised (`_failed_outcome`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -26,31 +30,42 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel
 
 from veriharness._util import atomic
-from veriharness._util.programs import claude_version, find_bwrap, find_claude, project_root
+from veriharness._util.programs import claude_version, find_bwrap
 from veriharness._util.redaction import Redactor
-from veriharness._util.run_files import read_jsonl
-from veriharness.agent.attempts import keep_earlier_attempt, keep_finished, restore_finished
+from veriharness.agent.attempts import keep_earlier_attempt, keep_finished
+from veriharness.agent.charges import AgentCharges, budget_admit, each_record
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
 from veriharness.agent.outcome import Waiting, classify
-from veriharness.agent.proxy import ANTHROPIC_URL, Admit, Upstream, running_proxy
+from veriharness.agent.plan import (
+    USER_MESSAGE,
+    SessionPlan,
+    command_line,
+    mcp_config,
+    session_environment,
+    session_secrets,
+    upstream_for,
+)
+from veriharness.agent.proxy import Admit, running_proxy
 from veriharness.agent.request_record import (
     REQUESTS_FILE,
     AgentRequest,
-    Refusal,
-    RequestFacts,
     longest_unanswered_s,
     read_requests,
 )
+from veriharness.agent.transcript import TranscriptSummary, summarize_transcript
 from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
+from veriharness.experiment.catalog import OFFLINE_URL_ENV
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.catalog import OFFLINE_URL_ENV, expand_env_refs, load_catalog
+from veriharness.offline.server import running_offline_server
+from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted, read_trace
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
     AgentOutcome,
@@ -63,148 +78,73 @@ from veriharness.spend.ledger import (
     STOP_NAME,
     BudgetExhausted,
     SpendGate,
-    SpendSettings,
     note_stopped,
     read_stop,
 )
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
-
-if TYPE_CHECKING:
-    from veriharness.experiment.config import ExperimentConfig
 
 __all__ = [
-    "USER_MESSAGE",
-    "SessionPlan",
-    "plan_session",
-    "command_line",
-    "session_environment",
+    "MLLM_SERVER_LOG",
+    "SessionFacts",
+    "end_session_on_sigterm",
+    "running_mllm_server",
     "run_session",
-    "summarize_transcript",
 ]
 
-# The user turn of every session; the task itself is in the appended system prompt (B2).
-USER_MESSAGE = (
-    "Carry out the image-to-code task described in your instructions. "
-    "Work in the current directory."
-)
 _KILL_GRACE_SECONDS = 5.0
 _MLLM_START_SECONDS = 60.0
-_MASK = "***"
 MLLM_SERVER_LOG = "mllm_server.log"
-# The caller's variables a session gets (plus LC_*); everything else stays outside.
-_PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
 _STOP_POLL_SECONDS = 0.5
 
 
-class SessionPlan(BaseModel):
-    """Everything one session needs, resolved to absolute paths."""
+class SessionFacts(BaseModel):
+    """What `outcome.json` says of a session however it ended: known before it starts, then the
+    command and environment once built (None: the session was never started, so whatever
+    failed was the set-up), and how long the claude process ran."""
 
-    run_dir: Path
-    reference: Path
-    system_prompt: Path
-    catalog: Path
-    taxonomy: Path
-    claude: Path
-    endpoint: Literal["offline", "anthropic", "gateway"]
-    base_url: str | None
-    api_key_env: str | None
+    offline: bool
     model: str
-    max_turns: int
-    wall_clock_seconds: float
-    allowed_tools: list[str]
-    tool_search: bool
-    isolation: Literal["bwrap", "none"] = "bwrap"
-    offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
-    workspace_root: Path | None
-    keep_workspace: bool
-    log_model_requests: bool
-    project: Path
-    label: str
-    infra_retries: int = 0
-    api_retries: int | None = None  # Claude Code's own retries of a failed API request
-    spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
-    agent_price: TokenPrice | None = None
-    model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
-    profile_prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
+    claude_version: str
+    sandboxed: bool
+    workspace: str
+    workspace_kept: bool
+    started_at: str
+    user_message: str
+    command: list[str] | None = None
+    environment: dict[str, str] = {}
+    session_seconds: float | None = None
+
+
+class _ProcessEnd(NamedTuple):
+    exit_code: int | None
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class _SessionFolder:
+    """Private to one session, outside the run folder, and discarded afterwards: Claude Code's
+    config and home, the two files it reads at start (it cannot see the run folder), and the
+    session's two tokens."""
+
+    path: Path
+    tokens: dict[str, str]
+
+    @classmethod
+    def create(cls) -> _SessionFolder:
+        folder = cls(
+            Path(tempfile.mkdtemp(prefix="veriharness-session-")),
+            {"session token": secrets.token_urlsafe(32), "mllm token": secrets.token_urlsafe(32)},
+        )
+        folder.config_dir.mkdir()
+        return folder
 
     @property
-    def offline(self) -> bool:
-        return self.endpoint == "offline"
+    def config_dir(self) -> Path:
+        return self.path / "claude-config"
 
     @property
-    def ledger(self) -> SpendSettings:
-        assert self.spend is not None  # filled in by the validator below
-        return self.spend
-
-    @model_validator(mode="after")
-    def _spend_of_the_run(self) -> SessionPlan:
-        if self.spend is None:
-            self.spend = _spend_settings(self.run_dir)
-        return self
-
-
-def _spend_settings(
-    run_dir: Path, max_usd: float | None = None, max_usd_per_run: float | None = None
-) -> SpendSettings:
-    """The ledger settings of a run folder ``<experiment>/<condition>/<task>/r<k>``."""
-    condition, task, replicate = run_dir.parts[-3:]
-    return SpendSettings(
-        experiment_dir=run_dir.parents[2],
-        run_dir=run_dir,
-        condition=condition,
-        task=task,
-        replicate=int(replicate.removeprefix("r")),
-        max_usd=max_usd,
-        max_usd_per_run=max_usd_per_run,
-    )
-
-
-def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> SessionPlan:
-    project = project_root()
-    agent, execution = config.agent, config.execution
-    run_dir = run_dir.resolve()
-    catalog = (project / config.model_catalog).resolve()
-    profiles = load_catalog(catalog).profiles
-    spend = _spend_settings(run_dir, execution.max_usd, execution.max_usd_per_run)
-    return SessionPlan(
-        run_dir=run_dir,
-        reference=(task_dir / "reference.png").resolve(),
-        system_prompt=run_dir / "system_prompt.md",
-        catalog=catalog,
-        taxonomy=(project / config.taxonomy).resolve(),
-        claude=find_claude(),
-        endpoint=agent.endpoint,
-        base_url=agent.base_url,
-        api_key_env=agent.api_key_env,
-        model=agent.model,
-        max_turns=agent.max_turns,
-        wall_clock_seconds=agent.wall_clock_seconds,
-        allowed_tools=list(agent.allowed_tools),
-        tool_search=agent.tool_search,
-        isolation=agent.isolation,
-        offline_profiles=any(p.provider.offline for p in profiles),
-        workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
-        keep_workspace=execution.keep_workspaces,
-        log_model_requests=execution.debug,
-        project=project,
-        label="-".join(run_dir.parts[-3:]),
-        infra_retries=execution.infra_retries,
-        api_retries=execution.api_retries,
-        spend=spend,
-        agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
-        model_prices=dict(config.prices.models),
-        profile_prices={
-            p.name: config.prices.profile(p.name, p.provider.offline) for p in profiles
-        },
-    )
-
-
-def mcp_config(mllm_url: str, token: str) -> dict[str, Any]:
-    """The session's MCP config: the address of the `mllm` server, which runs outside the
-    sandbox, and the per-session token it checks. Nothing else of the run reaches the session."""
-    server = {"type": "http", "url": mllm_url, "headers": {"Authorization": f"Bearer {token}"}}
-    return {"mcpServers": {"mllm": server}}
+    def mcp_config(self) -> Path:
+        return self.path / "mcp_config.json"
 
 
 def _mllm_spend_json(plan: SessionPlan) -> str:
@@ -214,97 +154,12 @@ def _mllm_spend_json(plan: SessionPlan) -> str:
     return json.dumps({"prices": prices, "ledger": plan.ledger.model_dump(mode="json")})
 
 
-def command_line(plan: SessionPlan, mcp_config_path: Path, system_prompt: Path) -> list[str]:
-    """The claude command. `--tools` makes the built-in tools of `allowed_tools` the only ones
-    the session has (`--allowedTools` alone only pre-approves them, and bypassPermissions
-    approves everything anyway: WebSearch, WebFetch, Task and some twenty more would be there)."""
-    built_in = [tool for tool in plan.allowed_tools if not tool.startswith("mcp__")]
-    return [
-        str(plan.claude),
-        "-p", USER_MESSAGE,
-        "--output-format", "stream-json",
-        "--verbose",
-        "--append-system-prompt-file", str(system_prompt),
-        "--mcp-config", str(mcp_config_path),
-        "--strict-mcp-config",
-        "--max-turns", str(plan.max_turns),
-        "--model", plan.model,
-        "--tools", ",".join(built_in),
-        "--allowedTools", ",".join(plan.allowed_tools),
-        "--permission-mode", "bypassPermissions",
-    ]  # fmt: skip
-
-
-def session_environment(
-    plan: SessionPlan, config_dir: Path, proxy_url: str, token: str
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The session's whole environment, and the part VeriHarness set with the token masked.
-
-    Built from an allow-list, never from the caller's environment as a whole: the session gets
-    the locale, PATH and the like, its model's address (the loopback proxy) and its own token as
-    API key, and nothing that holds a key, another token or a private address."""
-    passed = {
-        k: v
-        for k, v in os.environ.items()
-        if k in _PASSED_VARIABLES or (k.startswith("LC_") and k.isupper())
-    }
-    ours: dict[str, str] = {
-        "HOME": str(config_dir),
-        "CLAUDE_CONFIG_DIR": str(config_dir),
-        "IS_SANDBOX": "1",  # lets root use bypassPermissions; the workspace is the sandbox
-        "ENABLE_TOOL_SEARCH": "true" if plan.tool_search else "false",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "ANTHROPIC_BASE_URL": proxy_url,
-        "ANTHROPIC_API_KEY": token,
-    }
-    if plan.api_retries is not None:
-        ours["CLAUDE_CODE_MAX_RETRIES"] = str(plan.api_retries)
-    recorded = {k: (_MASK if k == "ANTHROPIC_API_KEY" else v) for k, v in sorted(ours.items())}
-    return {**passed, **ours}, recorded
-
-
-def upstream_for(plan: SessionPlan, offline_url: str | None) -> Upstream:
-    """Where the proxy sends the agent's requests, with the real key (read here, outside)."""
-    if plan.endpoint == "offline":
-        assert offline_url is not None
-        return Upstream(offline_url, None)
-    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
-    key = os.environ.get(key_name)
-    if not key:
-        raise RuntimeError(f"agent.api_key_env names {key_name}, which is not set")
-    if plan.endpoint == "anthropic":
-        return Upstream(ANTHROPIC_URL, key)
-    if not plan.base_url:
-        raise RuntimeError("agent.endpoint is 'gateway' but agent.base_url is empty")
-    return Upstream(expand_env_refs(plan.base_url, "agent.base_url"), key)
-
-
-def _secrets(plan: SessionPlan, tokens: dict[str, str]) -> Redactor:
-    """Every value that must not reach a file of the run folder: the catalog's keys and private
-    addresses, the agent's key and gateway address, and the session's tokens."""
-    values = dict(load_catalog(plan.catalog).secrets(os.environ))
-    key_name = plan.api_key_env or "ANTHROPIC_API_KEY"
-    if plan.endpoint != "offline" and os.environ.get(key_name):
-        values[key_name] = os.environ[key_name]
-    if plan.endpoint == "gateway" and plan.base_url:
-        try:
-            values["agent.base_url"] = expand_env_refs(plan.base_url, "agent.base_url")
-        except ValueError:
-            pass  # unset: reported when the upstream is built
-    return Redactor(values | tokens)
-
-
 @contextmanager
 def _model_endpoint(plan: SessionPlan) -> Iterator[str | None]:
     """The offline model, started when the agent or any CallMLLM profile uses it."""
     if not (plan.offline or plan.offline_profiles):
         yield None
         return
-    from veriharness.offline.server import running_offline_server
-
     log = plan.run_dir / "model_requests.jsonl" if plan.log_model_requests else None
     with running_offline_server(request_log=log) as url:
         yield url
@@ -395,134 +250,200 @@ def _run_attempt(
     on_record: Callable[[AgentRequest], None] | None,
 ) -> AgentOutcome:
     started, clock = _now(), time.monotonic()
-    run_dir = plan.run_dir
-    (run_dir / STOP_NAME).unlink(missing_ok=True)  # a cap's stop of an earlier attempt
+    (plan.run_dir / STOP_NAME).unlink(missing_ok=True)  # a cap's stop of an earlier attempt
     gate = SpendGate(plan.ledger)
     try:
         gate.admit()
     except BudgetExhausted as refused:
         return _not_started_for_budget(plan, started, clock, str(refused))
-    charges = AgentCharges(plan, gate)
+    charges = AgentCharges(gate, plan.model, plan.agent_price, plan.model_prices)
     workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
-    # Private to this session, outside the run folder, and discarded afterwards: Claude Code's
-    # config and home, and the two files it reads at start (it cannot see the run folder).
-    session_dir = Path(tempfile.mkdtemp(prefix="veriharness-session-"))
-    config_dir = session_dir / "claude-config"
-    config_dir.mkdir()
-    mcp_path = session_dir / "mcp_config.json"
-    tokens = {"session token": secrets.token_urlsafe(32), "mllm token": secrets.token_urlsafe(32)}
-    redact = Redactor(tokens)
-    base: dict[str, Any] = {
-        "offline": plan.offline,
-        "model": plan.model,
-        "claude_version": claude_version(plan.claude),
-        "sandboxed": plan.isolation == "bwrap",
-        "workspace": str(workspace),
-        "workspace_kept": plan.keep_workspace,
-        "started_at": started,
-        "user_message": USER_MESSAGE,
-    }
+    folder = _SessionFolder.create()
+    redact = Redactor(folder.tokens)
+    facts = SessionFacts(
+        offline=plan.offline,
+        model=plan.model,
+        claude_version=claude_version(plan.claude),
+        sandboxed=plan.isolation == "bwrap",
+        workspace=str(workspace),
+        workspace_kept=plan.keep_workspace,
+        started_at=started,
+        user_message=USER_MESSAGE,
+    )
     try:
-        prompt = Path(shutil.copyfile(plan.system_prompt, session_dir / "system_prompt.md"))
-        redact = _secrets(plan, tokens)
-        with ExitStack() as stack:
-            offline_url = stack.enter_context(_model_endpoint(plan))
-            proxy_url = stack.enter_context(
-                running_proxy(
-                    upstream_for(plan, offline_url),
-                    tokens["session token"],
-                    run_dir / REQUESTS_FILE,
-                    _budget_admit(gate, admit),
-                    _both(charges.charge, on_record),
-                )
-            )
-            mllm_url = stack.enter_context(
-                running_mllm_server(
-                    plan, workspace, offline_url, tokens["mllm token"], session_dir / "mllm.port"
-                )
-            )
-            atomic.write_json(mcp_path, mcp_config(mllm_url, tokens["mllm token"]), indent=None)
-            env, recorded_env = session_environment(
-                plan, config_dir, proxy_url, tokens["session token"]
-            )
-            command = command_line(plan, mcp_path, prompt)
-            if plan.isolation == "bwrap":
-                command = sandboxed(
-                    command,
-                    bwrap=find_bwrap(),
-                    readable=[*software_paths(plan.project), claude_installation(plan.claude)],
-                    readable_files=[prompt, mcp_path],
-                    writable=[workspace, config_dir],
-                    workdir=workspace,
-                    home=config_dir,
-                )
-            base.update(command=command, environment=recorded_env)
-            session_clock = time.monotonic()
-            exit_code, timed_out = _run_process(command, env, workspace, plan, redact)
-            base["session_seconds"] = round(time.monotonic() - session_clock, 3)
-        stop = read_stop(run_dir)
-        _redact_files(run_dir, redact)
-        answer_present = copy_answer(workspace, run_dir / "answer")
-        summary = summarize_transcript(run_dir / "transcript.jsonl")
-        status, cause = classify(
-            exit_code,
-            timed_out,
-            summary,
-            _tail(run_dir / "claude_stderr.log"),
-            _longest_wait(run_dir) if timed_out else None,
-            plan.wall_clock_seconds,
-        )
-        summary.pop("result_text", None)
-        outcome = AgentOutcome(
-            **base,
-            **summary,
-            status="budget_exhausted" if stop else status,
-            reason="budget" if stop else None,
-            spend=charges.spend(run_dir / "mllm_trace.jsonl"),
-            exit_code=exit_code,
-            answer_present=answer_present,
-            wall_seconds=round(time.monotonic() - clock, 3),
-            finished_at=_now(),
-            error=stop.message if stop else _error(plan, timed_out, status, cause),
-        )
+        redact = session_secrets(plan, folder.tokens)
+        admit_all = budget_admit(gate, admit)
+        record_all = each_record(charges.charge, on_record)
+        end = _run_claude(plan, workspace, folder, facts, redact, admit_all, record_all)
+        outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
-        (run_dir / "answer").mkdir(exist_ok=True)
-        _redact_files(run_dir, redact)
-        outcome = AgentOutcome(
-            **base,
-            # A session that could not be set up (its mllm server, proxy or workspace) never
-            # reached the agent: infrastructure, retried like any other infra_error.
-            status="infra_error" if "command" not in base else "failed",
-            wall_seconds=round(time.monotonic() - clock, 3),
-            finished_at=_now(),
-            error=redact(f"{type(error).__name__}: {error}"),
-        )
+        outcome = _failed_outcome(plan, facts, error, redact, clock)
     finally:
         if not plan.keep_workspace:
             remove_workspace(workspace)
-        remove_workspace(session_dir)
-    AGENT_OUTCOME.write(run_dir, outcome)
+        remove_workspace(folder.path)
+    AGENT_OUTCOME.write(plan.run_dir, outcome)
     if outcome.reason == "budget":
         note_stopped(plan.ledger, outcome.status)
     return outcome
+
+
+def _run_claude(
+    plan: SessionPlan,
+    workspace: Path,
+    folder: _SessionFolder,
+    facts: SessionFacts,
+    redact: Redactor,
+    admit: Admit,
+    on_record: Callable[[AgentRequest], None],
+) -> _ProcessEnd:
+    """Start the offline model (if used), the proxy and the `mllm` server, run claude (in the
+    sandbox, unless `isolation: none`) until it ends or the wall clock runs out, stop them."""
+    prompt = Path(shutil.copyfile(plan.system_prompt, folder.path / "system_prompt.md"))
+    session_token, mllm_token = folder.tokens["session token"], folder.tokens["mllm token"]
+    with ExitStack() as stack:
+        offline_url = stack.enter_context(_model_endpoint(plan))
+        upstream = upstream_for(plan, offline_url)
+        requests = plan.run_dir / REQUESTS_FILE
+        proxy_url = stack.enter_context(
+            running_proxy(upstream, session_token, requests, admit, on_record)
+        )
+        port_file = folder.path / "mllm.port"
+        mllm_url = stack.enter_context(
+            running_mllm_server(plan, workspace, offline_url, mllm_token, port_file)
+        )
+        atomic.write_json(folder.mcp_config, mcp_config(mllm_url, mllm_token), indent=None)
+        env, recorded_env = session_environment(plan, folder.config_dir, proxy_url, session_token)
+        command = command_line(plan, folder.mcp_config, prompt)
+        if plan.isolation == "bwrap":
+            command = sandboxed(
+                command,
+                bwrap=find_bwrap(),
+                readable=[*software_paths(plan.project), claude_installation(plan.claude)],
+                readable_files=[prompt, folder.mcp_config],
+                writable=[workspace, folder.config_dir],
+                workdir=workspace,
+                home=folder.config_dir,
+            )
+        facts.command, facts.environment = command, recorded_env
+        session_clock = time.monotonic()
+        end = _run_process(command, env, workspace, plan, redact)
+        facts.session_seconds = round(time.monotonic() - session_clock, 3)
+    return end
+
+
+def _ended_outcome(
+    plan: SessionPlan,
+    workspace: Path,
+    facts: SessionFacts,
+    end: _ProcessEnd,
+    charges: AgentCharges,
+    redact: Redactor,
+    clock: float,
+) -> AgentOutcome:
+    """The outcome of a session that ran: classified from its exit, its transcript and what
+    still waited at the wall clock, unless a spending cap stopped it."""
+    run_dir = plan.run_dir
+    stop = read_stop(run_dir)
+    _redact_files(run_dir, redact)
+    answer_present = copy_answer(workspace, run_dir / "answer")
+    summary = summarize_transcript(run_dir / "transcript.jsonl")
+    status, cause = classify(
+        end.exit_code,
+        end.timed_out,
+        summary,
+        _tail(run_dir / "claude_stderr.log"),
+        _longest_wait(run_dir) if end.timed_out else None,
+        plan.wall_clock_seconds,
+    )
+    return _outcome(
+        facts,
+        summary,
+        status="budget_exhausted" if stop else status,
+        reason="budget" if stop else None,
+        spend=charges.spend(run_dir),
+        exit_code=end.exit_code,
+        answer_present=answer_present,
+        clock=clock,
+        error=stop.message if stop else _error(plan, end.timed_out, status, cause),
+    )
+
+
+def _failed_outcome(
+    plan: SessionPlan, facts: SessionFacts, error: Exception, redact: Redactor, clock: float
+) -> AgentOutcome:
+    (plan.run_dir / "answer").mkdir(exist_ok=True)
+    _redact_files(plan.run_dir, redact)
+    return _outcome(
+        facts,
+        TranscriptSummary(),
+        # A session that could not be set up (its mllm server, proxy or workspace) never
+        # reached the agent: infrastructure, retried like any other infra_error.
+        status="infra_error" if facts.command is None else "failed",
+        clock=clock,
+        error=redact(f"{type(error).__name__}: {error}"),
+    )
+
+
+def _outcome(
+    facts: SessionFacts,
+    summary: TranscriptSummary,
+    *,
+    status: Status,
+    clock: float,
+    error: str | None,
+    reason: Literal["budget"] | None = None,
+    spend: Spend | None = None,
+    exit_code: int | None = None,
+    answer_present: bool = False,
+) -> AgentOutcome:
+    init, result = summary.init, summary.result
+    return AgentOutcome(
+        status=status,
+        reason=reason,
+        spend=spend or Spend(),
+        exit_code=exit_code,
+        answer_present=answer_present,
+        wall_seconds=round(time.monotonic() - clock, 3),
+        finished_at=_now(),
+        error=error,
+        offline=facts.offline,
+        model=facts.model,
+        claude_version=facts.claude_version,
+        sandboxed=facts.sandboxed,
+        workspace=facts.workspace,
+        workspace_kept=facts.workspace_kept,
+        started_at=facts.started_at,
+        user_message=facts.user_message,
+        command=facts.command or [],
+        environment=facts.environment,
+        session_seconds=facts.session_seconds,
+        mllm_connected=init.mllm_connected if init else None,
+        session_tools=init.session_tools if init else None,
+        result_subtype=result.result_subtype if result else None,
+        is_error=result.is_error if result else None,
+        num_turns=result.num_turns if result else None,
+        total_cost_usd=result.total_cost_usd if result else None,
+        duration_ms=result.duration_ms if result else None,
+        duration_api_ms=result.duration_api_ms if result else None,
+        session_id=result.session_id if result else None,
+        api_error_status=result.api_error_status if result else None,
+        usage=result.usage if result else SessionUsage(),
+    )
 
 
 def _longest_wait(run_dir: Path) -> Waiting:
     """What had waited longest without an answer when the session ended: a model request the
     proxy still held, or a CallMLLM call the trace started and never ended."""
     agent = longest_unanswered_s(read_requests(run_dir / REQUESTS_FILE))
-    events = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", []) or []
-    ended = {
-        e.get("call_id")
-        for e in events
-        if e.get("event") in ("mllm_call_completed", "mllm_call_failed")
-    }
+    events = read_trace(run_dir, []) or []
+    ended = {e.call_id for e in events if isinstance(e, CallCompleted | CallFailed)}
     now, calls = datetime.now(UTC), [0.0]
     for event in events:
-        if event.get("event") == "mllm_call_started" and event.get("call_id") not in ended:
+        if isinstance(event, CallStarted) and event.call_id not in ended:
             try:
-                calls.append((now - datetime.fromisoformat(event["time"])).total_seconds())
-            except (KeyError, TypeError, ValueError):
+                calls.append((now - datetime.fromisoformat(event.time)).total_seconds())
+            except (TypeError, ValueError):
                 continue
     if max(calls) > agent:
         return Waiting("the CallMLLM provider", max(calls))
@@ -562,77 +483,6 @@ def _not_started_for_budget(
     return outcome
 
 
-def _trace_cost(path: Path) -> float | None:
-    """The sum of the CallMLLM trace's call costs; None when a completed call has none."""
-    total = 0.0
-    for event in read_jsonl(path, path.name, []) or []:
-        if event.get("event") == "mllm_call_completed":
-            cost = event.get("cost_usd")
-            if not isinstance(cost, int | float):
-                return None
-            total += cost
-    return total
-
-
-def _both(
-    first: Callable[[AgentRequest], None], then: Callable[[AgentRequest], None] | None
-) -> Callable[[AgentRequest], None]:
-    def each(request: AgentRequest) -> None:
-        first(request)
-        if then is not None:
-            then(request)
-
-    return each
-
-
-def _budget_admit(gate: SpendGate, also: Admit | None) -> Admit:
-    """The proxy's admission check: refuse a request once a spending cap is reached (the gate
-    leaves the stop file that ends the session), then ask `also`, if given."""
-
-    def admit(facts: RequestFacts) -> Refusal | None:
-        try:
-            gate.admit()
-        except BudgetExhausted as refused:
-            return Refusal(status=400, error_type="invalid_request_error", message=str(refused))
-        return also(facts) if also is not None else None
-
-    return admit
-
-
-class AgentCharges:
-    """Prices each agent request the proxy recorded and charges it to the ledger."""
-
-    def __init__(self, plan: SessionPlan, gate: SpendGate) -> None:
-        self.plan = plan
-        self.gate = gate
-        self.total = 0.0
-        self._lock = threading.Lock()
-
-    def charge(self, request: AgentRequest) -> None:
-        tokens = TokenCounts.of(
-            request.input_tokens,
-            request.output_tokens,
-            request.cache_read_input_tokens,
-            request.cache_creation_input_tokens,
-        )
-        # A request names its model; Claude Code may use another than the agent's for a side
-        # task. Priced by that name when listed, else at the agent model's price.
-        price = self.plan.model_prices.get(request.model or "") or self.plan.agent_price
-        if price is None or tokens == TokenCounts():
-            return  # unpriced, or nothing was used (refused, failed before an answer)
-        cost = cost_usd(price, tokens)
-        request_id = f"{request.time} {request.method} {request.path}"
-        self.gate.charge("agent", request.model or self.plan.model, request_id, tokens, cost)
-        with self._lock:
-            self.total += cost
-
-    def spend(self, trace: Path) -> Spend:
-        agent = self.total if self.plan.agent_price is not None else None
-        mllm = _trace_cost(trace)
-        total = None if agent is None or mllm is None else agent + mllm
-        return Spend(agent_usd=agent, mllm_usd=mllm, total_usd=total, agent_source="proxy")
-
-
 def _redact_files(run_dir: Path, redact: Redactor) -> None:
     for written_by_others in ("claude_stderr.log", "model_requests.jsonl", MLLM_SERVER_LOG):
         redact.rewrite(run_dir / written_by_others)
@@ -640,7 +490,7 @@ def _redact_files(run_dir: Path, redact: Redactor) -> None:
 
 def _run_process(
     command: list[str], env: dict[str, str], workspace: Path, plan: SessionPlan, redact: Redactor
-) -> tuple[int | None, bool]:
+) -> _ProcessEnd:
     stderr_path = plan.run_dir / "claude_stderr.log"
     with (
         open(plan.run_dir / "transcript.jsonl", "w", encoding="utf-8") as transcript,
@@ -673,7 +523,7 @@ def _run_process(
             _kill_group(process)
             raise
         pump.join(timeout=_KILL_GRACE_SECONDS)
-    return process.returncode, timed_out
+    return _ProcessEnd(process.returncode, timed_out)
 
 
 def _wait(process: subprocess.Popen[str], plan: SessionPlan) -> bool:
@@ -712,44 +562,6 @@ def _kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> Non
             continue
 
 
-def summarize_transcript(path: Path) -> dict[str, Any]:
-    """Facts for outcome.json from the init and result events of a stream-json transcript."""
-    summary: dict[str, Any] = {}
-    if not path.exists():
-        return summary
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a kill; the transcript file keeps it as it came
-        if event.get("type") == "system" and event.get("subtype") == "init":
-            servers = {s.get("name"): s.get("status") for s in event.get("mcp_servers", [])}
-            summary["mllm_connected"] = servers.get("mllm") == "connected"
-            tools = event.get("tools")
-            if isinstance(tools, list):
-                summary["session_tools"] = sorted(str(tool) for tool in tools)
-        elif event.get("type") == "result":
-            summary.update(
-                result_subtype=event.get("subtype"),
-                is_error=event.get("is_error"),
-                num_turns=event.get("num_turns"),
-                total_cost_usd=event.get("total_cost_usd"),
-                duration_ms=event.get("duration_ms"),
-                duration_api_ms=event.get("duration_api_ms"),
-                session_id=event.get("session_id"),
-                api_error_status=event.get("api_error_status"),
-                result_text=event.get("result") if isinstance(event.get("result"), str) else None,
-                usage=SessionUsage(
-                    **{
-                        k: v
-                        for k, v in (event.get("usage") or {}).items()
-                        if k in SessionUsage.model_fields
-                    }
-                ),
-            )
-    return summary
-
-
 def _error(plan: SessionPlan, timed_out: bool, status: Status, cause: str | None) -> str | None:
     if timed_out and status == "timeout":
         return f"wall-clock limit of {plan.wall_clock_seconds} s reached"
@@ -760,36 +572,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, type=Path, help="experiment config (YAML/JSON)")
-    parser.add_argument("--run-dir", required=True, type=Path, help="a prepared run folder")
-    parser.add_argument("--task-dir", required=True, type=Path, help="the task's folder")
-
-
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run(args: argparse.Namespace) -> int:
-    from veriharness.experiment.config import load_config
-
-    signal.signal(signal.SIGTERM, _interrupt)  # end the session too, as for Ctrl-C
-
-    config = load_config(args.config)
-    plan = plan_session(config, args.run_dir, args.task_dir)
-    if restore_finished(plan.run_dir):
-        errors: list[str] = []
-        restored = AGENT_OUTCOME.read(plan.run_dir, errors)
-        if restored is None:
-            print(f"{args.run_dir}: restored outcome unreadable: {'; '.join(errors)}")
-            return 1
-        print(
-            f"{args.run_dir}: {restored.status}, restored: this session finished at "
-            f"{restored.finished_at} and is not run again (`veriharness redo-session "
-            f"{args.run_dir}` makes the workflow redo it)"
-        )
-        return 0
-    outcome = run_session(plan)
-    print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
-    # A failed session is a recorded outcome, not a pipeline failure.
-    return 0
+def end_session_on_sigterm() -> None:
+    """Make SIGTERM (Snakemake stopping its jobs) end a running session as Ctrl-C does."""
+    signal.signal(signal.SIGTERM, _interrupt)

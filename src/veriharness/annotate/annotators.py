@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from jsonschema import validators
-from pydantic import BaseModel
 
-from veriharness._util.hashing import sha256_file, sha256_json
+from veriharness._util.hashing import sha256_file
 from veriharness.annotate.calls import CallView
 from veriharness.annotate.rules import RULES_ID, RULES_VERSION, rule_codes
+from veriharness.experiment.catalog import ModelCatalog, ModelProfile
 from veriharness.experiment.prompts import load_module, resolve_module
 from veriharness.experiment.taxonomy import Taxonomy
+from veriharness.experiment.tool_contract import ImageInput, JsonOutput, RequestRefused
 from veriharness.mllm.backends import (
     ModelRequest,
     PreparedText,
@@ -39,15 +40,11 @@ from veriharness.mllm.backends import (
     backend_for,
     make_client,
 )
-from veriharness.mllm.catalog import ModelCatalog, ModelProfile
 from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import ImageInput, JsonOutput, RequestRefused
+from veriharness.runfolder.inferred_tags import AnnotatorInfo, CallAnnotation
 
 __all__ = [
     "RECORD_KIND",
-    "AnnotatorInfo",
-    "CallAnnotation",
-    "AnnotationRecord",
     "taxonomy_text",
     "codes_schema",
     "rules_info",
@@ -58,40 +55,6 @@ __all__ = [
 ]
 
 RECORD_KIND = "inferred_capability_tags"
-Status = Literal["ok", "invalid", "failed"]
-
-
-class AnnotatorInfo(BaseModel):
-    kind: Literal["rule-based", "model"]
-    id: str
-    version: str
-    prompt_id: str | None = None
-    prompt_sha256: str | None = None
-    profile: str | None = None
-    profile_config_hash: str | None = None
-    taxonomy_id: str
-    taxonomy_version: str
-
-    @property
-    def digest(self) -> str:
-        return sha256_json(self.model_dump())
-
-
-class CallAnnotation(BaseModel):
-    call_id: str
-    status: Status
-    codes: list[str]
-    invalid_codes: list[str] = []
-    reply: str | None = None
-    error: str | None = None
-
-
-class AnnotationRecord(BaseModel):
-    kind: Literal["inferred_capability_tags"] = "inferred_capability_tags"
-    annotator: AnnotatorInfo
-    annotator_digest: str
-    calls: list[CallAnnotation]
-    read_errors: list[str] = []
 
 
 def taxonomy_text(taxonomy: Taxonomy) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from veriharness._util.run_files import read_jsonl
+from veriharness.runfolder.mllm_trace import CallRejected, CallStarted, read_trace
 
 __all__ = ["CallView", "trace_calls"]
 
@@ -37,19 +37,18 @@ def _kind(item: dict[str, Any]) -> str:
     return "image" if item.get("kind") == "image" or "path" in item else "text"
 
 
-def trace_calls(path: Path, errors: list[str]) -> list[CallView]:
-    """Every call of a trace in order of its first event: started calls with what the server
-    recorded, and calls refused before the model call with the request they echo."""
+def trace_calls(run_dir: Path, errors: list[str]) -> list[CallView]:
+    """Every call of the run's trace in order of its first event: started calls with what the
+    server recorded, and calls refused before the model call with the request they echo."""
     calls: dict[str, CallView] = {}
-    for event in read_jsonl(path, "mllm_trace.jsonl", errors) or []:
-        call_id, name = event.get("call_id"), event.get("event")
-        if not isinstance(call_id, str) or call_id in calls:
+    for event in read_trace(run_dir, errors) or []:
+        if event.call_id in calls:
             continue
-        if name == "mllm_call_started":
-            request = event
-            declared = event.get("declared_capability_tags")
-        elif name == "mllm_call_rejected" and isinstance(event.get("request"), dict):
-            request = event["request"]
+        if isinstance(event, CallStarted):
+            request = event.model_dump(mode="json")
+            declared: Any = event.declared_capability_tags
+        elif isinstance(event, CallRejected):
+            request = event.request
             declared = request.get("capability_tags")
         else:
             continue
@@ -57,8 +56,8 @@ def trace_calls(path: Path, errors: list[str]) -> list[CallView]:
         inputs = [{**i, "kind": _kind(i)} for i in inputs]
         raw_output = request.get("output")
         output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
-        calls[call_id] = CallView(
-            call_id,
+        calls[event.call_id] = CallView(
+            event.call_id,
             str(request.get("instruction") or ""),
             inputs,
             output,

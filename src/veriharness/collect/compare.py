@@ -31,9 +31,7 @@ Design notes:
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
-from veriharness._util.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats
 from veriharness.collect.populations import PopulationError, populations
 from veriharness.experiment.analysis import (
     AUDIT_FLAGS,
@@ -68,8 +66,7 @@ __all__ = [
     "verdict",
     "recorded_analysis",
     "task_differences",
-    "add_arguments",
-    "run",
+    "write_comparison",
 ]
 
 DEFAULT_RESAMPLES = 10_000
@@ -578,57 +575,11 @@ def recorded_analysis(path: Path) -> tuple[dict[str, dict[str, str]] | None, Ana
     return cells, settings
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
-    parser.add_argument("--baseline", help="baseline condition id (with --treatment)")
-    parser.add_argument("--treatment", help="treatment condition id (with --baseline)")
-    parser.add_argument(
-        "--pair",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("BASELINE", "TREATMENT"),
-        help="a (baseline, treatment) pair; repeat for several comparisons",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples"
-    )
-    parser.add_argument("--runs", type=Path, help="runs table (default <exp>/tables/runs.parquet)")
-
-
-def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
-    if (args.baseline is None) != (args.treatment is None):
-        given = "--baseline" if args.baseline is not None else "--treatment"
-        raise ComparisonError(f"{given} needs its partner (--baseline with --treatment)")
-    single = [(args.baseline, args.treatment)] if args.baseline is not None else []
-    return single + [(b, t) for b, t in args.pair]
-
-
-def run(args: argparse.Namespace) -> int:
-    runs_path = args.runs or args.experiment_dir / "tables" / "runs.parquet"
-    if not runs_path.is_file():
-        print(f"compare: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
-        return 2
-    try:
-        cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
-        tables = compare_pairs(
-            pd.read_parquet(runs_path), _pairs(args), args.seed, args.resamples, cells, settings
-        )
-    except ComparisonError as exc:
-        print(f"compare: {exc}", file=sys.stderr)
-        return 2
-    csv = args.experiment_dir / "comparison.csv"
+def write_comparison(exp_dir: Path, tables: list[pd.DataFrame]) -> Path:
+    """comparison.csv, comparison.md and comparison.json into `exp_dir`; returns the CSV."""
+    csv = exp_dir / "comparison.csv"
     with atomic.replacing(csv) as tmp:
         comparisons_table(tables).to_csv(tmp, index=False)
-    atomic.write_text(args.experiment_dir / "comparison.md", comparisons_markdown(tables))
-    atomic.write_text(args.experiment_dir / "comparison.json", comparison_summary(tables))
-    for table in tables:
-        print(
-            f"compare: {table.attrs['treatment']} vs {table.attrs['baseline']}: "
-            f"{table.attrs['paired']} tasks paired, "
-            f"{len(table.attrs['left_out'])} runs excluded -> {csv}"
-        )
-        for line in table.attrs["verdict"]:
-            print(f"  {line}")
-    return 0
+    atomic.write_text(exp_dir / "comparison.md", comparisons_markdown(tables))
+    atomic.write_text(exp_dir / "comparison.json", comparison_summary(tables))
+    return csv

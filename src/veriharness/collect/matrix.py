@@ -19,7 +19,6 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from veriharness._util.superseded import SUPERSEDED
 from veriharness.collect.columns import RunFields
 from veriharness.collect.run_rows import (
     RunExtract,
@@ -29,6 +28,7 @@ from veriharness.collect.run_rows import (
     run_record_path,
 )
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.runfolder.superseded import SUPERSEDED
 
 __all__ = [
     "MatrixError",

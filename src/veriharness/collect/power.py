@@ -16,21 +16,22 @@ to a fraction of a second. Power at the answer is printed with its Monte Carlo s
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from veriharness.collect.compare import ComparisonError, recorded_analysis, task_differences
-
-__all__ = ["PowerEstimate", "PowerError", "required_tasks", "power_at", "add_arguments", "run"]
+__all__ = [
+    "DEFAULT_SIMS",
+    "PowerEstimate",
+    "PowerError",
+    "check_power_arguments",
+    "pilot_sampler",
+    "power_at",
+    "required_tasks",
+]
 
 Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 
@@ -115,80 +116,13 @@ def pilot_sampler(differences: np.ndarray, effect: float) -> Sampler:
     return sample
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment-dir", type=Path, required=True, help="a finished pilot")
-    parser.add_argument("--baseline", required=True, help="baseline condition id")
-    parser.add_argument("--treatment", required=True, help="treatment condition id")
-    parser.add_argument(
-        "--effect",
-        type=float,
-        required=True,
-        help="the difference (treatment minus baseline, in the measure's units) to detect",
-    )
-    parser.add_argument("--measure", help="the outcome (default: the first declared primary)")
-    parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
-    parser.add_argument("--alpha", type=float, help="default: the pilot's declared alpha")
-    parser.add_argument("--sims", type=int, default=DEFAULT_SIMS, help="simulated studies per n")
-    parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    parser.add_argument("--max-tasks", type=int, default=2000, help="largest study considered")
-
-
-def _check(args: argparse.Namespace) -> None:
-    if not 0 < args.power < 1:
-        raise PowerError(f"--power must be between 0 and 1, got {args.power}")
-    if args.alpha is not None and not 0 < args.alpha < 1:
-        raise PowerError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    if args.effect == 0:
+def check_power_arguments(power: float, alpha: float | None, effect: float, sims: int) -> None:
+    """Refuse, by name, a request no estimate can answer."""
+    if not 0 < power < 1:
+        raise PowerError(f"--power must be between 0 and 1, got {power}")
+    if alpha is not None and not 0 < alpha < 1:
+        raise PowerError(f"--alpha must be between 0 and 1, got {alpha}")
+    if effect == 0:
         raise PowerError("--effect must not be 0: no study has power against no effect")
-    if args.sims < 100:
-        raise PowerError(f"--sims must be at least 100, got {args.sims}")
-
-
-def run(args: argparse.Namespace) -> int:
-    runs_path = args.experiment_dir / "tables" / "runs.parquet"
-    if not runs_path.is_file():
-        print(f"power: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
-        return 2
-    try:
-        _check(args)
-        cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
-        measure = args.measure or settings.primary[0]
-        family = settings.primary if measure in settings.primary else settings.secondary_measures
-        alpha = args.alpha if args.alpha is not None else settings.alpha
-        diffs = task_differences(
-            pd.read_parquet(runs_path), args.baseline, args.treatment, measure, settings, cells
-        )
-        if len(diffs) < 2:
-            raise PowerError(f"the pilot has {len(diffs)} paired task(s) for {measure}; need 2+")
-        estimate = required_tasks(
-            pilot_sampler(diffs, args.effect),
-            alpha,
-            args.power,
-            max(len(family), 1),
-            args.sims,
-            args.seed,
-            args.max_tasks,
-        )
-    except (ComparisonError, PowerError) as exc:
-        print(f"power: {exc}", file=sys.stderr)
-        return 2
-    result = {
-        "measure": measure,
-        "pilot_tasks": int(len(diffs)),
-        "pilot_mean_difference": float(diffs.mean()),
-        "pilot_sd_difference": float(diffs.std(ddof=1)),
-        "effect": args.effect,
-        "alpha": alpha,
-        "family_size": max(len(family), 1),
-        **estimate._asdict(),
-        "target_power": args.power,
-    }
-    print(json.dumps(result))
-    if estimate.tasks is None:
-        print(
-            f"power: {args.max_tasks} tasks reach only power {estimate.power:.3f} for an effect "
-            f"of {args.effect:g} on {measure}",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    if sims < 100:
+        raise PowerError(f"--sims must be at least 100, got {sims}")

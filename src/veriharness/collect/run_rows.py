@@ -4,7 +4,7 @@ tables are built from.
 
 Design notes:
 
-- Readers are defensive (`run_files`): a missing file, a line that is not JSON or a value of the
+- Readers are defensive (`runfolder`): a missing file, a line that is not JSON or a value of the
   wrong type never raises; the value becomes null and the problem is appended to the run's error
   list, which `collect` writes out as `read_errors`. Nothing read is dropped silently.
 - Tool uses and CallMLLM calls, and the link between them, come from `calls`.
@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
-from veriharness._util.run_files import load_json, read_jsonl, typed_value
-from veriharness.collect.calls import linked_call_rows, transcript_tool_uses
+from veriharness.collect.call_links import linked_call_rows, transcript_tool_uses
 from veriharness.collect.columns import (
     AGENT_REQUEST_SUMS,
     AGENT_REQUESTS,
@@ -36,6 +35,17 @@ from veriharness.collect.columns import (
     RunKeys,
     RunRow,
 )
+from veriharness.collect.typed import typed_value
+from veriharness.runfolder._files import read_object, read_object_lines
+from veriharness.runfolder.agent_requests import AGENT_REQUESTS as REQUESTS_FILE
+from veriharness.runfolder.attempts import ATTEMPTS, attempt_numbers, read_attempt
+from veriharness.runfolder.audit import AUDIT
+from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
+from veriharness.runfolder.metrics import METRICS
+from veriharness.runfolder.outcome import NAME as OUTCOME_NAME
+from veriharness.runfolder.render import RENDER_NAME
+from veriharness.runfolder.run_record import RUN_RECORD
+from veriharness.runfolder.transcript import read_transcript
 
 __all__ = ["RunKey", "RunExtract", "FamilyValue", "run_keys", "run_record_path", "extract_run"]
 
@@ -74,55 +84,46 @@ def run_keys(experiment: str, key: RunKey) -> RunKeys:
 
 def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
     """One row per call annotation of `inferred_tags.json` (absent before annotation ran)."""
-    path = run_dir / "inferred_tags.json"
-    if not path.is_file():
+    if not INFERRED_TAGS.exists(run_dir):
         return []
-    record = load_json(path, "inferred_tags.json", errors) or {}
-    raw_annotator, raw_calls = record.get("annotator"), record.get("calls")
-    annotator: dict[str, Any] = raw_annotator if isinstance(raw_annotator, dict) else {}
-    calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
+    record = read_inferred_tags(run_dir, errors)
+    if record is None:
+        return []
+    annotator = record.annotator
     shared: InferredFields = {
-        "annotator_kind": annotator.get("kind"),
-        "annotator": annotator.get("id"),
-        "annotator_version": annotator.get("version"),
-        "annotator_prompt_sha256": annotator.get("prompt_sha256"),
-        "annotator_profile": annotator.get("profile"),
+        "annotator_kind": annotator.kind,
+        "annotator": annotator.id,
+        "annotator_version": annotator.version,
+        "annotator_prompt_sha256": annotator.prompt_sha256,
+        "annotator_profile": annotator.profile,
     }
-    rows: list[InferredFields] = []
-    for call in calls:
-        if not isinstance(call, dict):
-            errors.append("inferred_tags.json: a call is not an object")
-            continue
-        codes, invalid = call.get("codes"), call.get("invalid_codes")
-        rows.append(
-            {
-                **shared,
-                "call_id": call.get("call_id"),
-                "status": call.get("status"),
-                "codes": [str(c) for c in codes] if isinstance(codes, list) else [],
-                "invalid_codes": [str(c) for c in invalid] if isinstance(invalid, list) else [],
-                "error": call.get("error"),
-            }
-        )
-    return rows
-
-
-# Written by the model proxy (veriharness.agent.request_record); runs made before it have none.
-_REQUESTS_FILE = "agent_requests.jsonl"
+    return [
+        {
+            **shared,
+            "call_id": call.call_id,
+            "status": call.status,
+            "codes": list(call.codes),
+            "invalid_codes": list(call.invalid_codes),
+            "error": call.error,
+        }
+        for call in record.calls
+    ]
 
 
 def _request_rows(run_dir: Path, errors: list[str]) -> list[RequestFields] | None:
-    """The agent_requests rows of one run (without the run keys); None when it has no file."""
-    if not (run_dir / _REQUESTS_FILE).exists():
+    """The agent_requests rows of one run (without the run keys); None when it has no file (runs
+    made before the model proxy). Each line is read as the object it holds, like the other
+    declared sources (`_read_object`), so a bad value loses its column, not its line."""
+    if not REQUESTS_FILE.exists(run_dir):
         return None
-    records = read_jsonl(run_dir / _REQUESTS_FILE, _REQUESTS_FILE, errors) or []
+    records = read_object_lines(REQUESTS_FILE.path(run_dir), REQUESTS_FILE.name, errors) or []
     rows: list[RequestFields] = []
     for seq, record in enumerate(records):
         values: dict[str, object] = {"seq": seq}
         for col in AGENT_REQUESTS:
             file, _, name = col.source.partition(":")
             if file == "agent_requests":
-                where = f"{_REQUESTS_FILE} line {seq + 1} {name}"
+                where = f"{REQUESTS_FILE.name} line {seq + 1} {name}"
                 values[col.name] = typed_value(record.get(name), col.dtype, where, errors)
         rows.append(cast(RequestFields, values))
     return rows
@@ -169,21 +170,19 @@ def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[in
     """`attempts` and `attempt_causes` from the kept attempts (`agent/attempts.py`): each
     `attempts/<n>/` is an earlier attempt, finished (its outcome.json says why it was redone) or
     lost; the run's own outcome.json is one more, unless no session was started."""
-    kept = sorted(
-        (int(p.name) for p in (run_dir / "attempts").glob("*") if p.name.isdigit()),
-    )
+    kept = attempt_numbers(run_dir)
     causes = []
     for number in kept:
-        folder = f"attempts/{number}"
-        record = load_json(run_dir / folder / "attempt.json", f"{folder}/attempt.json", errors)
-        record = record if isinstance(record, dict) else {}
-        if record.get("finished"):
-            earlier = load_json(run_dir / folder / "outcome.json", f"{folder}/outcome.json", errors)
-            earlier = earlier if isinstance(earlier, dict) else {}
-            status = earlier.get("status") or record.get("status")
-            cause = earlier.get("error") or record.get("reason")
+        folder = f"{ATTEMPTS}/{number}"
+        record = read_attempt(run_dir, number, errors)
+        if record is not None and record.finished:
+            # Read as the object it holds: a kept outcome may be of any age.
+            name = f"{folder}/{OUTCOME_NAME}"
+            earlier = read_object(run_dir / name, name, errors) or {}
+            status = earlier.get("status") or record.status
+            cause = earlier.get("error") or record.reason
         else:
-            status, cause = "lost", record.get("reason")
+            status, cause = "lost", record.reason if record is not None else None
         causes.append(f"{folder}: {status}: {cause or 'no cause recorded'}")
     reported = isinstance(outcome, dict) and outcome.get("status") not in (None, "not_started")
     count = len(kept) + int(reported)
@@ -258,6 +257,13 @@ def _flat_family(
         )
 
 
+def _read_object(run_dir: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
+    """A run file as the JSON object it holds, for the columns read by their declared source
+    (``file:path``); `tests/runfolder/test_column_sources.py` checks each source against the
+    file's model, and `typed_value` gives each value its column's type."""
+    return read_object(run_dir / name, name, errors)
+
+
 def run_record_path(experiment: str, key: RunKey) -> str:
     """The `run_record` column: run.json's path relative to results/."""
     return f"{experiment}/{key.condition}/{key.task}/r{key.replicate}/run.json"
@@ -273,15 +279,15 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["status"], row["reason"], row["read_errors"] = "missing", "run folder is absent", ""
         return RunExtract(row)
     errors: list[str] = []
-    outcome = load_json(run_dir / "outcome.json", "outcome.json", errors)
+    outcome = _read_object(run_dir, OUTCOME_NAME, errors)
     # An external answer has no run record, transcript or trace: their absence is no error.
     external = isinstance(outcome, dict) and outcome.get("kind") == _EXTERNAL_KIND
-    session_files = () if external else ("run.json",)
+    session_files = () if external else (RUN_RECORD.name,)
     docs = {
-        name: load_json(run_dir / name, name, errors)
-        for name in (*session_files, "metrics.json", "audit.json", "render/render.json")
+        name: _read_object(run_dir, name, errors)
+        for name in (*session_files, METRICS.name, AUDIT.name, RENDER_NAME)
     }
-    docs["outcome.json"] = outcome
+    docs[OUTCOME_NAME] = outcome
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
     _set_columns(row, _file_columns(docs, errors))
     row["status"], row["reason"] = _status(run_dir, docs, outcome_error)
@@ -302,7 +308,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     if external:
         tools, calls = None, None
     else:
-        events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors)
+        events = read_transcript(run_dir, errors)
         tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
         calls = linked_call_rows(run_dir, uses, errors)
     if tools is not None:

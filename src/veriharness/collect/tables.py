@@ -14,9 +14,7 @@ Design notes:
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -36,7 +34,7 @@ from veriharness.collect.columns import (
     TAG_AGREEMENT,
     Column,
 )
-from veriharness.collect.matrix import Extraction, MatrixError, collect_runs, load_expected
+from veriharness.collect.matrix import Extraction
 from veriharness.collect.run_rows import RunKey
 
 __all__ = [
@@ -50,9 +48,9 @@ __all__ = [
     "inferred_tags_df",
     "tag_agreement_df",
     "collect_tables",
+    "write_summary",
     "write_table",
-    "add_arguments",
-    "run",
+    "write_tables",
 ]
 
 
@@ -208,51 +206,14 @@ def write_table(
                 _csv_ready(df).to_csv(tmp, index=False)
 
 
-# --- command line -------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
-    parser.add_argument("--expected", type=Path, help="JSON list of {condition, task, replicate}")
-    parser.add_argument("--condition", help="only the runs of this condition (with --summary)")
-    parser.add_argument(
-        "--task", help="only the runs of this task, across conditions (with --summary)"
-    )
-    parser.add_argument(
-        "--summary", type=Path, help="write one row per run of --condition or --task here"
-    )
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-    parser.add_argument(
-        "--include-superseded",
-        action="store_true",
-        help="add the runs moved to superseded/ (column superseded true; never compared)",
-    )
-
-
-def _argument_error(args: argparse.Namespace) -> str | None:
-    slices = [f"--{n} {v!r}" for n, v in (("condition", args.condition), ("task", args.task)) if v]
-    if args.summary is not None and len(slices) != 1:
-        given = " and ".join(slices) or "neither"
-        return f"--summary needs exactly one of --condition or --task, got {given}"
-    if args.summary is None and slices:
-        return f"{slices[0]} only applies with --summary FILE"
-    for name in ("condition", "task"):
-        value = getattr(args, name)
-        if value is not None and (not value or "/" in value or value.startswith(".")):
-            return f"--{name} must name a folder of the experiment, got {value!r}"
-    if args.jobs is not None and args.jobs < 1:
-        return f"--jobs must be at least 1, got {args.jobs}"
-    return None
-
-
-def _write_summary(args: argparse.Namespace, runs: pd.DataFrame) -> None:
-    with atomic.replacing(args.summary) as tmp:
+def write_summary(runs: pd.DataFrame, path: Path) -> None:
+    """The runs rows of one slice of the matrix, as CSV."""
+    with atomic.replacing(path) as tmp:
         _csv_ready(runs).to_csv(tmp, index=False)
-    what = f"condition {args.condition}" if args.condition else f"task {args.task}"
-    print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
 
 
-def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
+def write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
+    """Every table into `<exp_dir>/tables/` (parquet and CSV), and the missing runs (CSV)."""
     tables = collect_tables(extraction)
     out = Path(exp_dir) / "tables"
     for name in (
@@ -272,48 +233,3 @@ def _write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
     write_table(missing, out / "missing", ("csv",))
     print(f"collect: {len(tables.runs)} runs -> {out}")
     return tables
-
-
-def run(args: argparse.Namespace) -> int:
-    problem = _argument_error(args)
-    if problem is not None:
-        print(f"collect: {problem}", file=sys.stderr)
-        return 2
-    try:
-        expected = load_expected(args.expected) if args.expected else None
-        extraction = collect_runs(
-            args.experiment_dir,
-            expected,
-            args.condition,
-            args.jobs,
-            task=args.task,
-            include_superseded=args.include_superseded,
-        )
-    except (MatrixError, FileNotFoundError) as exc:
-        print(f"collect: {exc}", file=sys.stderr)
-        return 2
-    if args.summary is not None and not extraction.extracts:
-        # An empty slice is almost always a misspelt id; an empty summary would hide it.
-        flag = f"--condition {args.condition!r}" if args.condition else f"--task {args.task!r}"
-        print(
-            f"collect: {flag} matches no run folder under {args.experiment_dir} "
-            "and no run of the expected matrix",
-            file=sys.stderr,
-        )
-        return 2
-    if args.summary is not None:
-        runs = runs_df(extraction)
-        _write_summary(args, runs)
-    else:
-        runs = _write_tables(args.experiment_dir, extraction).runs
-    counts = runs["status"].value_counts().to_dict()
-    print("collect: status " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-    if extraction.missing:
-        print(
-            f"collect: {len(extraction.missing)} expected runs have no folder "
-            "(listed in tables/missing.csv):",
-            file=sys.stderr,
-        )
-        for key in extraction.missing:
-            print(f"  missing {key.condition}/{key.task}/r{key.replicate}", file=sys.stderr)
-    return 0

@@ -1,6 +1,8 @@
 """The experiment definition: config, conditions, tasks, prompt modules, the capability taxonomy,
-the run and experiment records, provenance, and the start-of-experiment check (verb
-`check-experiment`). `workflow` holds what the Snakefile and `workflow/rules/common.smk` import.
+the model catalog, the CallMLLM tool contract, prices, the offline model's names, the loaded
+definition and each cell's identity (`definition`), the run and experiment records, provenance.
+`workflow` holds what the Snakefile and `workflow/rules/common.smk` import. The start check
+(verb `check-experiment`) is the prepare stage's, since it reads earlier runs' folders.
 
 Reads `config/`, `conditions/`, `tasks/`, `prompts/` and the model catalog; writes
-`experiment.json` and `config.effective.json`."""
+`config.effective.json` (`workflow`)."""

@@ -3,8 +3,9 @@
 A config file states only what differs from the defaults; the models fill in every default so the
 experiment record can write every value out. The models are the one place a key, its default, its
 constraints and its description (the field's docstring) are written:
-``workflow/schemas/config.schema.yaml``, which Snakemake validates at workflow load and which
-``load_config`` also applies, is generated from them (``experiment.config_schema``).
+the JSON schema ``load_config`` applies (``config_schema``) is generated from them, and
+``experiment.config_schema`` writes it to ``workflow/schemas/config.schema.yaml``, which Snakemake
+validates at workflow load.
 
 An experiment record (``experiment.json``) is accepted as a config: its ``config`` member is the
 fully resolved config it was made from.
@@ -23,6 +24,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -40,8 +42,11 @@ from pydantic import (
 )
 
 from veriharness.experiment.analysis import AnalysisSettings
+from veriharness.experiment.json_schema import plain_schema
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
-from veriharness.spend.prices import PriceSettings
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
+from veriharness.experiment.prices import PriceSettings
+from veriharness.experiment.taxonomy import DEFAULT_TAXONOMY_PATH
 
 __all__ = [
     "ConfigError",
@@ -53,6 +58,7 @@ __all__ = [
     "ExecutionSettings",
     "ExecutionRecord",
     "ExperimentConfig",
+    "config_schema",
     "Viewport",
     "TaskSpec",
     "ConditionSpec",
@@ -112,7 +118,7 @@ class AgentSettings(_Strict):
     reference or a loopback URL (records never hold a private address)."""
     api_key_env: str = Field(default="ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Name of the environment variable holding the API key (never the key itself)."""
-    model: str = "veriharness-offline-agent-1"
+    model: str = OFFLINE_AGENT_MODEL
     """Agent model name, checked with the provider at experiment start. Placeholders (your-model,
     TODO, <model>, changeme, empty) are refused."""
     max_turns: int = Field(default=40, ge=1)
@@ -295,7 +301,7 @@ class ExperimentConfig(_Strict):
     """Folder of condition files, relative to the project root."""
     prompts_dir: str = Field(default="prompts", min_length=1)
     """Folder of prompt module sources (<module-id>.md), relative to the project root."""
-    taxonomy: str = Field(default="prompts/taxonomy/capabilities-v0.1.yaml", min_length=1)
+    taxonomy: str = Field(default=DEFAULT_TAXONOMY_PATH.as_posix(), min_length=1)
     """Capability taxonomy file whose id, version and sha256 are hashed into every run."""
     model_catalog: str = Field(default="config/model-catalog.offline.yaml", min_length=1)
     """Model profile catalog for CallMLLM. Its public part (names, descriptions) is hashed and
@@ -404,9 +410,28 @@ class ExperimentConfig(_Strict):
         return self.model_dump(mode="json")
 
 
-def _schema_errors(data: dict[str, Any]) -> list[str]:
-    from veriharness.experiment.config_schema import config_schema
+@cache
+def config_schema() -> dict[str, Any]:
+    """The experiment config's JSON schema (draft 2020-12), self-contained (no `$ref`): what
+    `load_config` validates with and `experiment.config_schema` writes for Snakemake."""
+    body = plain_schema(ExperimentConfig, ExperimentConfig().resolved())
+    body["properties"] = {
+        "kind": {
+            "description": "Present only when an experiment record (experiment.json) is given "
+            "as the config.",
+            "type": "string",
+            "enum": [EXPERIMENT_RECORD],
+        },
+        **body["properties"],
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "VeriHarness experiment configuration",
+        **body,
+    }
 
+
+def _schema_errors(data: dict[str, Any]) -> list[str]:
     validator = jsonschema.Draft202012Validator(config_schema())
     messages = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):

@@ -1,4 +1,4 @@
-"""Run and experiment records, the identity hash, and ``veriharness record diff``.
+"""Run and experiment records, the identity hash, and their differences (``record diff``).
 
 A record has three parts kept apart on purpose:
 
@@ -19,7 +19,6 @@ the matrix: every cell's identity hash, and the replicate count.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -49,8 +48,6 @@ __all__ = [
     "experiment_identity_hash",
     "flatten",
     "diff_records",
-    "add_arguments",
-    "run",
 ]
 
 FORMAT_VERSION = 1
@@ -202,34 +199,3 @@ def diff_records(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, A
             )
     rows.sort(key=lambda row: (row[0] != "hashed", row[1]))
     return rows
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    diff = sub.add_parser("diff", help="print the fields that differ between two records")
-    diff.add_argument("a", type=Path, help="a run.json or experiment.json")
-    diff.add_argument("b", type=Path, help="another record of the same kind")
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        return read_record(path, RUN_RECORD, EXPERIMENT_RECORD)
-    except RecordError as error:
-        raise SystemExit(f"record diff: {error}") from None
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print differing fields (hashed first); exit 0 when none differ, 1 otherwise."""
-    a, b = _read(args.a), _read(args.b)
-    if a["kind"] != b["kind"]:
-        print(f"record diff: {args.a} is a {a['kind']} and {args.b} is a {b['kind']}")
-        return 2
-    rows = diff_records(a, b)
-    if not rows:
-        print("no differences")
-        return 0
-    for section, field, left, right in rows:
-        print(f"{section:9}{field}: {json.dumps(left)} -> {json.dumps(right)}")
-    hashed = sum(1 for row in rows if row[0] == "hashed")
-    print(f"{len(rows)} field(s) differ, {hashed} of them hashed")
-    return 1

@@ -15,9 +15,7 @@ Design notes:
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +25,6 @@ from veriharness.experiment.config import (
     ConfigError,
     ExperimentConfig,
     ExternalAnswers,
-    load_config,
 )
 from veriharness.runfolder.outcome import EXTERNAL_OUTCOME, ExternalOutcome
 
@@ -37,8 +34,6 @@ __all__ = [
     "external_set",
     "external_answer_files",
     "import_answer",
-    "add_arguments",
-    "run",
 ]
 
 
@@ -129,36 +124,3 @@ def import_answer(
     )
     EXTERNAL_OUTCOME.write(run_dir, outcome)
     return outcome
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, required=True, help="the experiment's config")
-    parser.add_argument("--set", required=True, help="name of the external answer set")
-    parser.add_argument("--task", required=True, help="task id")
-    parser.add_argument("--run-dir", type=Path, required=True, help="external:<set>/<task>/r1")
-    parser.add_argument(
-        "--project-root", type=Path, default=Path("."), help="config paths are relative to it"
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-        answers = external_set(config, args.set)
-    except ConfigError as exc:
-        print(f"import-answer: {exc}", file=sys.stderr)
-        return 2
-    root = args.project_root.resolve()
-    if answers.source == "folder" and not (root / str(answers.dir)).is_dir():
-        print(
-            f"import-answer: external_answers {answers.name!r}: dir {answers.dir!r} is not a "
-            f"folder under {root}",
-            file=sys.stderr,
-        )
-        return 2
-    outcome = import_answer(answers, root, root / config.tasks_dir, args.task, args.run_dir)
-    if outcome.status == "ok":
-        print(f"import-answer: {len(outcome.files)} files -> {args.run_dir / 'answer'}")
-    else:
-        print(f"import-answer: {args.task}: {outcome.error}; listed as missing_answer")
-    return 0

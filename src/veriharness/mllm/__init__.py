@@ -1,4 +1,6 @@
-"""The `mllm` MCP server (CallMLLM): tool schema, model catalog, provider backends, trace.
+"""The `mllm` MCP server (CallMLLM): provider backends, images, trace. The tool contract it serves
+(`experiment.tool_contract`) and its model catalog (`experiment.catalog`) are inputs of the
+experiment definition.
 
 The agent stage starts the server outside the session's sandbox, over streamable HTTP on a
 loopback port, and tells the session only the address and a per-session token."""

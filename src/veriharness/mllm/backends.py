@@ -36,9 +36,9 @@ from typing import Any, Literal
 
 import httpx
 
-from veriharness.mllm.catalog import ProviderSettings
+from veriharness.experiment.catalog import ProviderSettings
+from veriharness.experiment.tool_contract import JsonOutput, TextOutput
 from veriharness.mllm.images import PreparedImage
-from veriharness.mllm.schema import JsonOutput, TextOutput
 
 __all__ = [
     "ANTHROPIC_VERSION",

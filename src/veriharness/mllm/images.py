@@ -22,7 +22,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from veriharness._util.hashing import sha256_bytes
-from veriharness.mllm.schema import ImageInput, Region, RequestRefused
+from veriharness.experiment.tool_contract import ImageInput, Region, RequestRefused
 
 __all__ = [
     "MAX_PIXELS",

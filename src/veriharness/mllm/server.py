@@ -29,19 +29,17 @@ One HTTP client per profile lives as long as the server, so a call opens no new 
 
 from __future__ import annotations
 
-import argparse
 import hmac
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 import httpx
@@ -51,26 +49,17 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.lifetime import end_with_parent
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
-from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
-from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
-from veriharness.mllm.backends import (
-    ModelRequest,
-    PreparedText,
-    ProviderError,
-    backend_for,
-    make_client,
-)
-from veriharness.mllm.catalog import (
+from veriharness.experiment.catalog import (
     CatalogError,
     ModelCatalog,
     ProviderSettings,
     load_catalog,
 )
-from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.mllm.schema import (
+from veriharness.experiment.prices import TokenPrice
+from veriharness.experiment.taxonomy import DEFAULT_TAXONOMY_PATH, Taxonomy, load_taxonomy
+from veriharness.experiment.tool_contract import (
     TOOL_DESCRIPTION,
     CallRequest,
     ReplyCheck,
@@ -80,28 +69,37 @@ from veriharness.mllm.schema import (
     describe_validation_error,
     request_json_schema,
 )
-from veriharness.mllm.trace import (
+from veriharness.mllm import MLLM_HTTP_PATH
+from veriharness.mllm.backends import (
+    ModelRequest,
+    PreparedText,
+    ProviderError,
+    backend_for,
+    make_client,
+)
+from veriharness.mllm.images import PreparedImage, prepare_image
+from veriharness.mllm.trace import TraceWriter, now
+from veriharness.runfolder.mllm_trace import (
     CallCompleted,
     CallFailed,
     CallRejected,
     CallStarted,
+    CallUsage,
     TaxonomyRef,
     TracedImage,
     TracedText,
-    TraceWriter,
-    Usage,
-    now,
 )
+from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import TokenCounts, TokenPrice, cost_usd
+from veriharness.spend.prices import cost_usd
 
 __all__ = [
     "MllmSpend",
     "CallService",
     "build_server",
     "token_guard",
-    "add_arguments",
-    "run",
+    "open_service",
+    "serve",
 ]
 
 
@@ -222,7 +220,7 @@ class CallService:
                 raw_response=reply.text,
                 parse_status=check.parse_status,
                 diagnostic=check.diagnostic,
-                usage=Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
+                usage=CallUsage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),
                 provider_model=reply.provider_model,
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,
@@ -379,71 +377,44 @@ def token_guard(app: Any, token: str) -> Any:
     return guarded
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--workspace", required=True, type=Path, help="folder that image paths are confined to"
-    )
-    parser.add_argument("--catalog", required=True, type=Path, help="model profile catalog YAML")
-    parser.add_argument("--trace", required=True, type=Path, help="JSONL file events append to")
-    parser.add_argument(
-        "--spend-json",
-        help="prices per profile and the run's ledger settings (MllmSpend as JSON)",
-    )
-    parser.add_argument(
-        "--taxonomy",
-        type=Path,
-        default=None,
-        help="capability taxonomy YAML (default: the project's v0.1 file)",
-    )
-    parser.add_argument(
-        "--transport",
-        choices=("stdio", "http"),
-        default="stdio",
-        help=f"stdio, or streamable HTTP on 127.0.0.1 (needs ${MLLM_TOKEN_ENV})",
-    )
-    parser.add_argument("--port", type=int, default=0, help="HTTP port (default 0: a free one)")
-    parser.add_argument("--port-file", type=Path, help="HTTP: write the chosen port to this file")
-    parser.add_argument(
-        "--parent-pid",
-        type=int,
-        help="end (SIGKILL from the kernel) when this process, the server's parent, ends",
-    )
+def open_service(
+    workspace: Path,
+    catalog_path: Path,
+    trace_path: Path,
+    taxonomy_path: Path | None = None,
+    spend_json: str | None = None,
+) -> CallService:
+    """The call service of one server: the catalog, the taxonomy (default: the config's default
+    taxonomy in the checkout), the trace (redacting the catalog's secrets) and the spend settings.
+    Raises CatalogError, OSError or ValueError naming what could not be read."""
+    catalog = load_catalog(catalog_path)
+    taxonomy = load_taxonomy(taxonomy_path or project_root() / DEFAULT_TAXONOMY_PATH)
+    spend = MllmSpend.model_validate_json(spend_json) if spend_json else None
+    trace = TraceWriter(trace_path, Redactor(catalog.secrets(os.environ)))
+    return CallService(workspace.resolve(), catalog, taxonomy, trace, spend)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.parent_pid is not None:
-        end_with_parent(args.parent_pid)
-    token = os.environ.pop(MLLM_TOKEN_ENV, "")
-    if args.transport == "http" and len(token) < 16:
-        message = f"mllm-server: --transport http needs ${MLLM_TOKEN_ENV} (16+ characters)"
-        print(message, file=sys.stderr)
-        return 2
-    if not args.workspace.is_dir():
-        print(f"mllm-server: --workspace {args.workspace} is not a directory", file=sys.stderr)
-        return 2
-    taxonomy_path = args.taxonomy or project_root() / "prompts/taxonomy/capabilities-v0.1.yaml"
-    try:
-        catalog = load_catalog(args.catalog)
-        taxonomy = load_taxonomy(Path(taxonomy_path))
-        spend = MllmSpend.model_validate_json(args.spend_json) if args.spend_json else None
-    except (CatalogError, OSError, ValueError) as error:
-        print(f"mllm-server: {error}", file=sys.stderr)
-        return 2
-    trace = TraceWriter(args.trace, Redactor(catalog.secrets(os.environ)))
-    service = CallService(args.workspace.resolve(), catalog, taxonomy, trace, spend)
+def serve(
+    service: CallService,
+    transport: Literal["stdio", "http"],
+    token: str,
+    port: int = 0,
+    port_file: Path | None = None,
+) -> None:
+    """Serve CallMLLM over stdio, or over streamable HTTP on 127.0.0.1 behind `token`, until
+    ended; the trace is closed at the end."""
     server = build_server(service)
     # httpx logs every request URL at INFO, and a provider URL may be private: keep it out of
     # the server's stderr.
     for name in ("httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        if args.transport == "stdio":
+        if transport == "stdio":
             server.run("stdio")
         else:
-            _serve_http(server, token, args.port, args.port_file)
+            _serve_http(server, token, port, port_file)
     finally:
         service.trace.close()
-    return 0
 
 
 def _serve_http(server: MCPServer, token: str, port: int, port_file: Path | None) -> None:

@@ -2,10 +2,6 @@
 
 It serves the Anthropic Messages API (streaming SSE, what `claude -p` speaks) with a scripted
 agent policy, and an OpenAI-compatible chat API whose vision side answers from the pixels it
-receives. Everything it produces is labelled offline; it is never a real model's result.
+receives. Everything it produces is labelled offline; it is never a real model's result. The
+model names it serves are in `experiment.offline_model`.
 """
-
-OFFLINE_AGENT_MODEL = "veriharness-offline-agent-1"
-OFFLINE_VISION_MODEL = "veriharness-offline-vision-1"
-
-__all__ = ["OFFLINE_AGENT_MODEL", "OFFLINE_VISION_MODEL"]

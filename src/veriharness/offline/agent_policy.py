@@ -34,14 +34,14 @@ import shlex
 from typing import Any, Literal, NamedTuple
 
 from veriharness._util.hashing import sha256_json
-from veriharness.offline import OFFLINE_AGENT_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.page import LayoutError, apply_review, build_page
 from veriharness.offline.sse import (
     AssistantMessage,
     ContentBlock,
+    MessageUsage,
     TextBlock,
     ToolUseBlock,
-    Usage,
     approx_tokens,
 )
 
@@ -251,7 +251,7 @@ def _message(
 ) -> AssistantMessage:
     steps = len(tool_steps(body.get("messages", [])))
     digest = sha256_json(body.get("messages", []))[7:31]
-    usage = Usage(
+    usage = MessageUsage(
         input_tokens=approx_tokens(json.dumps(body)),
         output_tokens=approx_tokens(json.dumps([block.model_dump() for block in content])),
     )

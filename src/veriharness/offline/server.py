@@ -21,7 +21,6 @@ so a test can set them for a whole `run-agent` or Snakemake run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -40,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
 from veriharness.offline.sse import approx_tokens, encode_sse
 
@@ -50,8 +49,7 @@ __all__ = [
     "OfflineServer",
     "running_offline_server",
     "models_listing",
-    "add_arguments",
-    "run",
+    "serve_until_ended",
 ]
 
 _CREATED = "2026-01-01T00:00:00Z"
@@ -333,31 +331,13 @@ def running_offline_server(
         thread.join()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
-    parser.add_argument("--port-file", type=Path, help="write the chosen port to this file")
-    parser.add_argument("--request-log", type=Path, help="append every request as a JSON line")
-    parser.add_argument(
-        "--faults", help=f"JSON of the faults to inject (default: ${FAULTS_ENV}, else none)"
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    if not 0 <= args.port <= 65535:
-        print(f"serve-offline: --port must be 0..65535, got {args.port}", file=sys.stderr)
-        return 2
-    try:
-        faults = Faults.model_validate_json(args.faults) if args.faults else None
-        server = OfflineServer((args.host, args.port), args.request_log, faults)
-    except (ValidationError, ValueError) as bad:
-        print(f"serve-offline: --faults: {bad}", file=sys.stderr)
-        return 2
+def serve_until_ended(server: OfflineServer, port_file: Path | None = None) -> None:
+    """Serve in the foreground until SIGTERM or Ctrl-C; the port goes to `port_file` first."""
     # SIGTERM ends serve_forever cleanly, so the port file's reader sees an orderly exit.
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
-    if args.port_file is not None:
+    if port_file is not None:
         # Written whole, so a reader polling for it never sees a partial port.
-        atomic.write_text(args.port_file, f"{server.server_address[1]}\n")
+        atomic.write_text(port_file, f"{server.server_address[1]}\n")
     print(f"serve-offline: listening on {server.base_url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
@@ -365,4 +345,3 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
-    return 0

@@ -22,7 +22,7 @@ __all__ = [
     "TextBlock",
     "ToolUseBlock",
     "ContentBlock",
-    "Usage",
+    "MessageUsage",
     "AssistantMessage",
     "sse_events",
     "encode_sse",
@@ -47,7 +47,7 @@ class ToolUseBlock(BaseModel):
 ContentBlock = Annotated[TextBlock | ToolUseBlock, Field(discriminator="type")]
 
 
-class Usage(BaseModel):
+class MessageUsage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     input_tokens: int = Field(ge=0)
     output_tokens: int = Field(ge=0)
@@ -61,7 +61,7 @@ class AssistantMessage(BaseModel):
     model: str
     content: list[ContentBlock]
     stop_reason: Literal["end_turn", "tool_use", "max_tokens"]
-    usage: Usage
+    usage: MessageUsage
 
     def to_json(self) -> dict[str, Any]:
         """The non-streaming response body."""

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 from PIL import Image, UnidentifiedImageError
 
 from veriharness._util.hashing import sha256_json
-from veriharness.offline import OFFLINE_VISION_MODEL
-from veriharness.offline.pixels import compare, describe
+from veriharness.experiment.offline_model import OFFLINE_VISION_MODEL
+from veriharness.offline.pixel_facts import compare, describe
 from veriharness.offline.sse import approx_tokens
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""The prepare stage (rules `hash_task_inputs`, `hash_condition_inputs`, `prepare_run`; verbs
-`hash-files`, `prepare`).
+"""The prepare stage (the experiment check at workflow start; rules `hash_task_inputs`,
+`hash_condition_inputs`, `prepare_run`; verbs `check-experiment`, `hash-files`, `prepare`).
 
-Reads the experiment definition; writes each run's `run.json` (identity, provenance, execution),
-`system_prompt.md` and `prompt/` snapshots before any session starts."""
+Reads the experiment definition and, for the start check, earlier runs' `outcome.json` and
+`run.json`; writes `experiment.json`, then each run's `run.json` (identity, provenance,
+execution), `system_prompt.md` and `prompt/` snapshots before any session starts."""

@@ -12,24 +12,17 @@ after the check is refused instead of producing a run the experiment record does
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from veriharness._util import atomic
-from veriharness.experiment.check import (
-    DEFINITION_ERRORS,
+from veriharness.experiment.config import ConfigError
+from veriharness.experiment.definition import (
     Definition,
-    add_common_arguments,
     cell_identity,
     execution_record,
-    load_definition,
-    load_from_args,
     resolved_models,
 )
-from veriharness.experiment.config import ConfigError
 from veriharness.experiment.prompts import AssembledPrompt
 from veriharness.experiment.provenance import collect_provenance
 from veriharness.experiment.record import (
@@ -39,11 +32,12 @@ from veriharness.experiment.record import (
     identity_hash,
     read_record,
 )
+from veriharness.runfolder.run_record import RUN_RECORD
 
-__all__ = ["prepare_run", "write_run", "add_arguments", "run"]
+__all__ = ["prepare_run", "recorded_experiment", "write_run"]
 
 
-def _recorded_experiment(path: Path) -> dict[str, Any] | None:
+def recorded_experiment(path: Path) -> dict[str, Any] | None:
     """The experiment record at `path`, or None when `path` is a plain config file."""
     try:
         return read_record(path, EXPERIMENT_RECORD)
@@ -94,38 +88,4 @@ def write_run(run_dir: Path, record: RunRecord, prompt: AssembledPrompt) -> None
         atomic.write_text(run_dir / "prompt" / f"{module.id}.md", module.text)
     atomic.write_text(run_dir / "system_prompt.md", prompt.text)
     # run.json last: its presence means the folder is complete.
-    atomic.write_text(
-        run_dir / "run.json", json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
-    )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument("--condition", required=True)
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--replicate", type=int, required=True, help="1-based replicate index")
-    parser.add_argument("--run-dir", type=Path, required=True)
-    parser.add_argument(
-        "--experiment-record",
-        type=Path,
-        help="experiment.json whose cell hash this run must match (default: the "
-        "--config file when it is an experiment record)",
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        config, root = load_from_args(args)
-        defn = load_definition(config, root, args.config)
-        recorded = _recorded_experiment(args.experiment_record or args.config)
-        if args.experiment_record is not None and recorded is None:
-            raise ConfigError(
-                f"--experiment-record {args.experiment_record} is not a readable experiment record"
-            )
-        record, prompt = prepare_run(defn, args.condition, args.task, args.replicate, recorded)
-    except DEFINITION_ERRORS as error:
-        print(f"prepare: {error}", file=sys.stderr)
-        return 2
-    write_run(args.run_dir, record, prompt)
-    print(f"prepared {args.condition}/{args.task}/r{args.replicate}: {record.identity_hash}")
-    return 0
+    RUN_RECORD.write(run_dir, record)

@@ -48,8 +48,9 @@ if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
 
 from veriharness._util import programs as tools
-from veriharness.render.dom import (
-    DOM_SCRIPT,
+from veriharness.render.dom import DOM_SCRIPT, inside, tidy_src
+from veriharness.render.guard import MemoryGuard
+from veriharness.runfolder.render import (
     BlockedRequest,
     Capped,
     DomRecord,
@@ -58,10 +59,7 @@ from veriharness.render.dom import (
     Size,
     Status,
     Timings,
-    inside,
-    tidy_src,
 )
-from veriharness.render.guard import MemoryGuard
 
 __all__ = [
     "CHROMIUM_ARGS",

@@ -17,24 +17,21 @@ Design notes
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, describe_validation, read_batch_file
 from veriharness._util.hashing import sha256_file
-from veriharness._util.run_files import BatchFileError, describe_validation, read_batch_file
 from veriharness.render.browser import (
-    DEFAULT_LOAD_TIMEOUT_S,
     Capture,
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.dom import (
+from veriharness.runfolder.render import (
     DomRecord,
     FailedStep,
     RenderLimits,
@@ -43,9 +40,8 @@ from veriharness.render.dom import (
     Status,
     Timings,
 )
-from veriharness.render.pool import POOL_MODES, pool_for, render_in_pool
 
-# The dom.json and render.json models live in render_dom; the browser session in render_browser.
+# The dom.json and render.json models live in runfolder.render; the browser session in browser.
 __all__ = [
     "BatchItem",
     "render_answer",
@@ -53,10 +49,6 @@ __all__ = [
     "read_batch",
     "reference_size",
     "task_viewport",
-    "add_render_arguments",
-    "run_render",
-    "add_render_reference_arguments",
-    "run_render_reference",
 ]
 
 
@@ -212,93 +204,3 @@ def read_batch(path: Path) -> list[BatchItem]:
         return read_batch_file(path, BatchItem)
     except BatchFileError as exc:
         raise RenderSetupError(str(exc)) from exc
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--load-timeout",
-        type=float,
-        default=DEFAULT_LOAD_TIMEOUT_S,
-        metavar="SECONDS",
-        help="page-load time limit (default %(default)s)",
-    )
-    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
-
-
-def add_render_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
-    parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
-    parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
-    parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
-    parser.add_argument(
-        "--browser-pool",
-        default="none",
-        choices=POOL_MODES,
-        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
-        "(render/pool.py); outside one, or with none (default), launch a browser of its own",
-    )
-    _add_common(parser)
-
-
-def _fail(message: str) -> int:
-    print(f"veriharness: {message}", file=sys.stderr)
-    return 2
-
-
-def run_render(args: argparse.Namespace) -> int:
-    single = [args.answer_dir, args.reference, args.out]
-    try:
-        if args.batch is not None:
-            if any(v is not None for v in single):
-                raise RenderSetupError(
-                    "--batch cannot be combined with --answer-dir/--reference/--out"
-                )
-            items = read_batch(args.batch)
-        elif None in single:
-            raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
-        else:
-            items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
-        for item in items:
-            reference_size(item.reference)
-        pool = pool_for(args.browser_pool)
-        if pool is not None:
-            for item in items:
-                request = {k: str(v) for k, v in item.model_dump().items()}
-                status = render_in_pool(pool, request, args.load_timeout, args.chromium)
-                print(f"{status:<15} {item.out}")
-            return 0
-        with Renderer(args.load_timeout, args.chromium) as renderer:
-            for item in items:
-                record = render_answer(renderer, item.answer_dir, item.reference, item.out)
-                step = f" ({record.failed_step})" if record.failed_step else ""
-                print(f"{record.status:<15} {item.out}{step}")
-    except (RenderSetupError, atomic.AtomicWriteError) as exc:
-        return _fail(str(exc))
-    return 0
-
-
-def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "task_dirs",
-        type=Path,
-        nargs="+",
-        metavar="TASK_DIR",
-        help="tasks/<id> folder(s) holding task.yaml and reference.html",
-    )
-    _add_common(parser)
-
-
-def run_render_reference(args: argparse.Namespace) -> int:
-    try:
-        for task_dir in args.task_dirs:
-            task_viewport(task_dir)
-        with Renderer(args.load_timeout, args.chromium) as renderer:
-            for task_dir in args.task_dirs:
-                dom = render_reference(renderer, task_dir)
-                print(
-                    f"ok {task_dir}: {dom.viewport.width}x{dom.viewport.height}, "
-                    f"{len(dom.texts)} texts, {len(dom.images)} images"
-                )
-    except RenderSetupError as exc:
-        return _fail(str(exc))
-    return 0

@@ -1,8 +1,8 @@
-"""What the render stage records about a page: the in-page DOM walk and the JSON models.
+"""What the render stage records about a page: the in-page DOM walk.
 
 `dom.json` (and a task's `reference_dom.json`) and `render.json` are the render stage's contract
-with scoring; the models here define them, the render stage (`render_browser.py`, `render.py`) fills
-them.
+with scoring; their models are in `runfolder/render.py`, the render stage (`browser.py`,
+`command.py`) fills them.
 
 Design notes
 - The walk visits elements and text nodes in document order, so `texts` reads like the page.
@@ -27,28 +27,12 @@ Design notes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 from urllib.parse import unquote, urlsplit
-
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from veriharness._util.hashing import sha256_bytes
 
 __all__ = [
     "DOM_SCRIPT",
-    "Status",
-    "Positioning",
-    "TextSource",
-    "Size",
-    "Timings",
-    "BlockedRequest",
-    "RenderRecord",
-    "RenderLimits",
-    "FailedStep",
-    "Capped",
-    "TextBox",
-    "ImageBox",
-    "DomRecord",
     "inside",
     "tidy_src",
 ]
@@ -195,101 +179,6 @@ DOM_SCRIPT = r"""
   return {page, texts, images, capped};
 }
 """
-
-Status = Literal["ok", "missing_answer", "empty_answer", "error"]
-Positioning = Literal["static", "relative", "absolute", "fixed", "sticky"]
-TextSource = Literal["text", "input-value", "placeholder"]
-
-
-class Size(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    width: PositiveInt
-    height: PositiveInt
-
-
-class Timings(BaseModel):
-    launch_ms: float | None = Field(default=None, description="only on the page that paid for it")
-    load_ms: float
-    capture_ms: float
-
-
-class BlockedRequest(BaseModel):
-    url: str
-    resource_type: str
-
-
-FailedStep = Literal["load", "capture", "dom", "full_capture", "memory", "browser", "internal"]
-Capped = Literal["load_time", "full_page_height", "full_page_width", "dom_height", "dom_texts",
-                 "dom_images"]  # fmt: skip
-
-
-class RenderLimits(BaseModel):
-    """The bounds every capture runs under; `render.json` records them with what reached them."""
-
-    load_timeout_s: float
-    full_page_max_height: int
-    full_page_max_width: int
-    dom_max_entries: int
-    renderer_memory_mb: int
-
-
-class RenderRecord(BaseModel):
-    """`render/render.json`."""
-
-    kind: Literal["render"] = "render"
-    status: Status
-    failed_step: FailedStep | None = None  # set when status is error
-    viewport: Size
-    page: Size
-    full_page: bool
-    timings: Timings
-    blocked_requests: list[BlockedRequest]
-    console_errors: list[str]
-    page_errors: list[str]
-    error: str | None
-    answer_sha256: str | None
-    limits: RenderLimits | None = None
-    capped: list[Capped] = []
-    blocked_navigations: list[str] = []
-    dialogs_dismissed: int = 0
-    popups_closed: int = 0
-
-
-class TextBox(BaseModel):
-    """Words drawn on the page, with their box in page coordinates."""
-
-    text: str
-    source: TextSource
-    x: float
-    y: float
-    width: float
-    height: float
-    font_size_px: float
-    font_weight: int
-    color: tuple[int, int, int]
-    positioning: Positioning
-    pinned: bool
-
-
-class ImageBox(BaseModel):
-    kind: Literal["img", "background", "svg", "canvas"]
-    src: str | None
-    x: float
-    y: float
-    width: float
-    height: float
-    natural_width: int | None
-    natural_height: int | None
-
-
-class DomRecord(BaseModel):
-    """`render/dom.json`, or a task's `reference_dom.json`."""
-
-    kind: Literal["dom"] = "dom"
-    viewport: Size
-    page: Size
-    texts: list[TextBox]
-    images: list[ImageBox]
 
 
 def inside(url: str, root: Path) -> bool:

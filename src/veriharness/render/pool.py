@@ -2,7 +2,8 @@
 
 On SLURM, a group job runs its render jobs one after another, each as its own `veriharness render`
 process. With `--browser-pool slurm-job` the verb does not launch Chromium itself: it hands its
-run to a small server of the same cluster job that keeps one `Renderer` open. The first render of
+run to a small server of the same cluster job that keeps one `Renderer` open (`pool_server`; this
+module is its client). The first render of
 the job starts the server; it ends after `IDLE_SECONDS` without a request, or with the job.
 Outside a SLURM job (no `SLURM_JOB_ID`) the verb launches its own browser, as without the option.
 
@@ -19,7 +20,6 @@ lock, so it never leaves while a client is between connecting and being answered
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -32,9 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, Renderer, RenderSetupError
+from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 
 POOL_MODES = ("none", "slurm-job")
 IDLE_SECONDS = 90.0
@@ -84,7 +82,7 @@ def _start_server(directory: Path, load_timeout_s: float, chromium: str | None) 
     """Start the pool's server and wait until it listens (it binds only once Chromium runs)."""
     path = directory / "socket"
     path.unlink(missing_ok=True)  # left by a server that was killed
-    command = [sys.executable, "-m", "veriharness.render.pool", "--dir", str(directory),
+    command = [sys.executable, "-m", "veriharness.render.pool_server", "--dir", str(directory),
                "--load-timeout", str(load_timeout_s)]  # fmt: skip
     if chromium:
         command += ["--chromium", chromium]
@@ -128,65 +126,3 @@ def render_in_pool(
     if "setup_error" in reply:
         raise RenderSetupError(reply["setup_error"])
     return str(reply["status"])
-
-
-def _answer(renderer: Renderer, line: bytes) -> dict[str, str]:
-    from veriharness.render.command import BatchItem, reference_size, render_answer
-
-    try:
-        item = BatchItem.model_validate_json(line)
-        reference_size(item.reference)
-        record = render_answer(renderer, item.answer_dir, item.reference, item.out)
-    except ValidationError as exc:
-        return {"setup_error": f"bad pool request {line[:200]!r}: {exc}"}
-    except RenderSetupError as exc:
-        return {"setup_error": str(exc)}
-    return {"status": record.status}
-
-
-def _idle_exit(directory: Path) -> bool:
-    """Leave if no client holds the lock; a client that does is about to connect."""
-    lock = open(directory / "lock", "a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        return False
-    (directory / "socket").unlink(missing_ok=True)
-    return True  # the lock is released when the process ends, after the socket is gone
-
-
-def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: float) -> None:
-    with Renderer(load_timeout_s, chromium) as renderer:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(directory / "socket.new"))
-        listener.listen(8)
-        (directory / "server.pid").write_text(f"{os.getpid()}\n")
-        os.replace(directory / "socket.new", directory / "socket")
-        listener.settimeout(idle_s)
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                if _idle_exit(directory):
-                    return
-                continue
-            with connection, connection.makefile("rwb") as stream:
-                connection.settimeout(None)
-                reply = _answer(renderer, stream.readline())
-                stream.write(json.dumps(reply).encode() + b"\n")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description="browser pool server (started by `render`)")
-    parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--load-timeout", type=float, default=DEFAULT_LOAD_TIMEOUT_S)
-    parser.add_argument("--chromium", default=None)
-    parser.add_argument("--idle", type=float, default=IDLE_SECONDS)
-    args = parser.parse_args()
-    serve(args.dir, args.load_timeout, args.chromium, args.idle)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

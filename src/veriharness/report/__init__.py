@@ -1,4 +1,6 @@
-"""The report stage (rule `write_report`, verb `report`).
+"""The report stage (rule `write_report`, verb `report`) and the live `status` of an experiment.
 
-Reads the tables, the comparison and every run folder; writes `report/`: plots with captions and
-one page per run (steps, CallMLLM calls with their images and regions)."""
+`report` reads the tables, the comparison and every run folder; writes `report/`: plots with
+captions and one page per run (steps, CallMLLM calls with their images and regions). `status`
+reads `experiment.json`, each run's outcome and the spending ledger while the experiment runs,
+and writes nothing."""

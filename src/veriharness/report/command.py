@@ -18,18 +18,16 @@ Design notes:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from veriharness._util.caveats import caveat_lines, run_caveats
-from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.collect.caveats import caveat_lines, run_caveats
+from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_comparison,
@@ -37,12 +35,12 @@ from veriharness.report.plots import (
     plot_metrics_by_condition,
 )
 from veriharness.report.run_page import CSS, PageJob, esc, run_page
+from veriharness.report.status import experiment_record, money
 from veriharness.spend.ledger import ledger_path, newest_entry
 
 __all__ = [
+    "missing_tables",
     "write_report",
-    "add_arguments",
-    "run",
 ]
 
 _PARALLEL_FROM = 50  # run pages; below this, starting worker processes costs more than it saves
@@ -72,7 +70,7 @@ def _number(value: object) -> str:
 
 def _record(exp_dir: Path) -> dict[str, Any]:
     try:
-        return read_record(exp_dir / "experiment.json", EXPERIMENT_RECORD)
+        return experiment_record(exp_dir)
     except RecordError:
         return {}
 
@@ -156,10 +154,6 @@ def _flag_rates_html(exp_dir: Path) -> str:
     return "<h2>Audit flag rates</h2>" + _table(rows, head)
 
 
-def _money(value: object) -> str:
-    return "–" if value is None or pd.isna(value) else f"${float(value):,.4f}"  # type: ignore[arg-type]
-
-
 def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     """The first screen: warnings, the comparison, the models, the commit, the spend and the
     runs left out, before any plot."""
@@ -194,15 +188,15 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         ],
         [
             "spend (our prices)",
-            f"{_money(spend('cost_usd'))}: agent {_money(spend('agent_cost_usd'))}, "
-            f"CallMLLM {_money(spend('mllm_cost_usd'))}; ledger "
-            f"{_money(ledger.total_usd if ledger else None)} of max_usd "
-            f"{_money(execution.get('max_usd'))}",
+            f"{money(spend('cost_usd'))}: agent {money(spend('agent_cost_usd'))}, "
+            f"CallMLLM {money(spend('mllm_cost_usd'))}; ledger "
+            f"{money(ledger.total_usd if ledger else None)} of max_usd "
+            f"{money(execution.get('max_usd'))}",
         ],
     ]
     if not run_caveats(current)["runs_offline"]:
         # Offline runs: Claude Code prices a stand-in model with its own list; not a spend.
-        facts.append(["spend (Claude Code's own)", _money(spend("claude_cost_usd"))])
+        facts.append(["spend (Claude Code's own)", money(spend("claude_cost_usd"))])
     summary = _comparison_summary(exp_dir)
     left = [
         [str(x.get("condition")), str(x.get("task")), str(x.get("replicate")), str(x.get("reason"))]
@@ -381,27 +375,7 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     return index
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
-    parser.add_argument("--out", type=Path, required=True, help="report folder")
-    parser.add_argument(
-        "--tasks-dir", type=Path, default=Path("tasks"), help="holds <task>/reference.png"
-    )
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.jobs is not None and args.jobs < 1:
-        print(f"report: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
-        return 2
-    for name in ("runs", "capability_tags"):
-        if not (args.experiment_dir / "tables" / f"{name}.parquet").is_file():
-            print(
-                f"report: {args.experiment_dir}/tables/{name}.parquet not found; run "
-                "`veriharness collect` first",
-                file=sys.stderr,
-            )
-            return 2
-    index = write_report(args.experiment_dir, args.out, args.tasks_dir, args.jobs)
-    print(f"report: {index}")
-    return 0
+def missing_tables(exp_dir: Path) -> list[Path]:
+    """The tables the report is built from that `collect` has not written yet."""
+    wanted = [exp_dir / "tables" / f"{name}.parquet" for name in ("runs", "capability_tags")]
+    return [path for path in wanted if not path.is_file()]

@@ -32,8 +32,7 @@ from PIL import Image
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file
-from veriharness._util.run_files import load_json, read_jsonl
-from veriharness.collect.calls import (
+from veriharness.collect.call_links import (
     MLLM_TOOL,
     TraceCall,
     callmllm_uses,
@@ -41,6 +40,10 @@ from veriharness.collect.calls import (
     link_calls,
     message_blocks,
 )
+from veriharness.runfolder._files import read_object
+from veriharness.runfolder.mllm_trace import read_trace_objects
+from veriharness.runfolder.outcome import NAME as OUTCOME
+from veriharness.runfolder.transcript import read_transcript
 
 __all__ = [
     "CSS",
@@ -229,8 +232,8 @@ def _event_html(event: dict[str, Any]) -> str | None:
 
 
 def _steps(run_dir: Path, images: _Images, prefix: str, errors: list[str]) -> list[str]:
-    events = read_jsonl(run_dir / "transcript.jsonl", "transcript.jsonl", errors) or []
-    trace = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors) or []
+    events = read_transcript(run_dir, errors) or []
+    trace = read_trace_objects(run_dir, errors) or []
     calls = group_trace(trace, errors)
     links = link_calls(callmllm_uses(events), calls, errors)
     by_use: dict[str, tuple[TraceCall, str]] = {}
@@ -300,7 +303,7 @@ def run_page(job: PageJob) -> Path:
     page_dir.mkdir(parents=True, exist_ok=True)
     prefix = "../" * len(Path(job.rel).parts)
     errors: list[str] = []
-    outcome = load_json(job.run_dir / "outcome.json", "outcome.json", errors) or {}
+    outcome = read_object(job.run_dir / OUTCOME, OUTCOME, errors) or {}
     images = _Images(job.out, job.reference, job.run_dir / "answer")
     reference = prefix + images.publish(images.reference) if images.reference else None
     render = job.run_dir / "render" / "render.png"

@@ -5,7 +5,8 @@ because a run folder is evidence and a damaged file must not hide the rest of th
 file, text that is not JSON, a line that is not an object or a field of the wrong type never
 raises. The problem is appended to the caller's error list, naming the file (and the field), and
 what could be read is returned: a field that fails validation is dropped, so the model's default
-(null) stands in for it, and only a file whose required fields are unusable reads as None.
+(null) stands in for it; a list item whose required field is unusable is dropped from its list;
+and only a file whose own required fields are unusable reads as None.
 `collect` writes the list out as `read_errors`, so nothing read is dropped silently.
 """
 
@@ -21,11 +22,11 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import describe_validation
 
 __all__ = [
     "JsonFile",
     "JsonLinesFile",
-    "describe_validation",
     "read_object",
     "read_object_lines",
     "read_text",
@@ -36,14 +37,6 @@ M = TypeVar("M", bound=BaseModel)
 
 # Salvage drops one failing field per error; a model cannot fail on more fields than this.
 _MAX_SALVAGE_ROUNDS = 64
-
-
-def describe_validation(error: ValidationError) -> str:
-    """Each problem as `field: message (got value)`."""
-    return "; ".join(
-        f"{_dotted(e['loc']) or '(line)'}: {e['msg']} (got {e.get('input')!r:.60})"
-        for e in error.errors()
-    )
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
@@ -145,11 +138,24 @@ def salvage(model: type[M], data: dict[str, Any], where: str, errors: list[str])
                 shown = f"{problem['msg']} (got {problem.get('input')!r:.60})"
                 errors.append(f"{where}: {_dotted(loc)}: {shown}")
                 dropped = True
+            elif problem["type"] == "missing" and (item := _list_item(loc)) and _drop(data, item):
+                missing = _dotted(loc[len(item) :])
+                errors.append(f"{where}: {_dotted(item)}: dropped ({missing}: {problem['msg']})")
+                dropped = True
         if not dropped:
             errors.append(f"{where}: unusable ({describe_validation(error)})")
             return None
     errors.append(f"{where}: unusable (over {_MAX_SALVAGE_ROUNDS} invalid fields)")
     return None
+
+
+def _list_item(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The place of the innermost list item holding `loc` (JSON keys are strings, so an int is
+    a list index); empty when none does. An item missing a required field goes, not its list."""
+    for end in range(len(loc) - 1, -1, -1):
+        if isinstance(loc[end], int):
+            return loc[: end + 1]
+    return ()
 
 
 def _drop_order(problem: Any) -> tuple[int, list[str]]:

@@ -26,6 +26,7 @@ __all__ = [
     "Status",
     "read_outcome",
     "read_status",
+    "read_status_reason",
 ]
 
 NAME = "outcome.json"
@@ -142,6 +143,7 @@ def read_outcome(run_dir: Path, errors: list[str], name: str = NAME) -> Outcome 
 
 class _StatusOnly(BaseModel):
     status: str
+    reason: str | None = None
 
 
 def read_status(run_dir: Path) -> str | None:
@@ -150,3 +152,11 @@ def read_status(run_dir: Path) -> str | None:
     data = read_object(Path(run_dir) / NAME, NAME, [])
     found = None if data is None else salvage(_StatusOnly, data, NAME, [])
     return found.status if found is not None else None
+
+
+def read_status_reason(run_dir: Path) -> tuple[str, str | None] | None:
+    """The status an outcome file states and its `reason` (`budget` when a cap stopped it), or
+    None when it states no status; the rest of the file is not checked."""
+    data = read_object(Path(run_dir) / NAME, NAME, [])
+    found = None if data is None else salvage(_StatusOnly, data, NAME, [])
+    return None if found is None else (found.status, found.reason)

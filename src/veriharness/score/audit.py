@@ -34,21 +34,21 @@ import base64
 import binascii
 import io
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from PIL import Image, UnidentifiedImageError
-from pydantic import BaseModel, ConfigDict
 
 from veriharness._util.hashing import sha256_bytes
 from veriharness._util.ocr import OcrWord
+from veriharness.runfolder.audit import AuditRecord, AuditThresholds
 from veriharness.score.metrics.inputs import DomFacts, DomImage, RenderInfo
 from veriharness.score.metrics.ocrwords import masked, ocr_words
 from veriharness.score.metrics.phash import hamming, phash
 from veriharness.score.metrics.refs import classify, page_references, resolve_local
 from veriharness.score.metrics.text import char_count, words_of
 
-__all__ = ["AuditThresholds", "AuditRecord", "FLAGS", "audit_run", "in_viewport"]
+__all__ = ["FLAGS", "audit_run", "in_viewport"]
 
 FLAGS = (
     "remote_dependencies",
@@ -60,27 +60,6 @@ FLAGS = (
     "oversized_images",
 )
 _REMOTE = {"http", "https", "ws", "wss"}
-
-
-class AuditThresholds(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    phash_max_distance: int = 10
-    large_image_share: float = 0.5
-    text_in_images_min_words: int = 3
-    text_image_min_width: int = 40
-    text_image_min_height: int = 12
-    text_word_min_confidence: float = 60.0
-    pinned_share: float = 0.5
-    text_volume_ratio: float = 0.5
-    max_image_pixels: int = 50_000_000
-    max_image_bytes: int = 64 * 1024 * 1024
-
-
-class AuditRecord(BaseModel):
-    kind: Literal["audit"] = "audit"
-    flags: dict[str, bool | None]  # None: the check could not run (no usable render)
-    evidence: dict[str, dict[str, Any]]
-    thresholds: AuditThresholds
 
 
 def in_viewport(box: Any, width: int, height: int) -> bool:

@@ -20,7 +20,6 @@ runs of one task reads each reference once.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,16 +27,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from veriharness._util import atomic
+from veriharness._util.batch_files import BatchFileError, read_batch_file
 from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
-from veriharness._util.run_files import BatchFileError, read_batch_file
+from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
+from veriharness.runfolder.metrics import METRICS, MetricsRecord
 from veriharness.score import SCORER_VERSION
-from veriharness.score.audit import FLAGS, AuditRecord, AuditThresholds, audit_run, in_viewport
+from veriharness.score.audit import FLAGS, audit_run, in_viewport
 from veriharness.score.metrics.blocks import (
     CONTEXT_BONUS,
     CONTEXT_WINDOW,
@@ -52,11 +53,10 @@ from veriharness.score.metrics.text import ocr_word_scores
 
 __all__ = [
     "METRIC_NAMES",
-    "MetricsRecord",
     "ScoreJob",
+    "batch_jobs",
+    "score_jobs",
     "score_run",
-    "add_arguments",
-    "run",
 ]
 
 METRIC_NAMES = (
@@ -88,13 +88,19 @@ def scorer_versions() -> dict[str, str | None]:
     }
 
 
-class MetricsRecord(BaseModel):
-    kind: Literal["metrics"] = "metrics"
-    scorer_version: str = SCORER_VERSION
-    status: Literal["ok", "no_render", "score_failed"]
-    metrics: dict[str, float | None]
-    details: dict[str, Any]
-    versions: dict[str, str | None] = Field(default_factory=scorer_versions)
+def _metrics(
+    status: Literal["ok", "no_render", "score_failed"],
+    metrics: dict[str, float | None],
+    details: dict[str, Any],
+) -> MetricsRecord:
+    """The record of this scorer (its version and the versions of what it used)."""
+    return MetricsRecord(
+        scorer_version=SCORER_VERSION,
+        status=status,
+        metrics=metrics,
+        details=details,
+        versions=scorer_versions(),
+    )
 
 
 class ScoreJob(BaseModel):
@@ -188,9 +194,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
             reference_png=reference_png,
             reference_words=[],
         )
-        metrics = MetricsRecord(
-            status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details
-        )
+        metrics = _metrics(status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details)
         _write(job.out_dir, audit, metrics)
         return audit, metrics
 
@@ -228,7 +232,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         reference_png=reference_png,
         reference_words=reference_words,
     )
-    metrics = MetricsRecord(
+    metrics = _metrics(
         status="ok", metrics={name: values[name] for name in METRIC_NAMES}, details=details
     )
     _write(job.out_dir, audit, metrics)
@@ -236,70 +240,28 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
 
 
 def _write(out_dir: Path, audit: AuditRecord, metrics: MetricsRecord) -> None:
-    for name, record in (("audit.json", audit), ("metrics.json", metrics)):
+    for path, record in ((AUDIT.path(out_dir), audit), (METRICS.path(out_dir), metrics)):
         text = json.dumps(record.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        atomic.write_text(out_dir / name, text)
+        atomic.write_text(path, text)
 
 
-def _batch_jobs(path: Path) -> list[ScoreJob]:
+def batch_jobs(path: Path) -> list[ScoreJob]:
     try:
         return read_batch_file(path, ScoreJob)
     except BatchFileError as exc:
         raise InputError(str(exc)) from exc
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--render-dir", type=Path, help="the run's render/ folder")
-    parser.add_argument("--answer-dir", type=Path, help="the run's answer/ folder")
-    parser.add_argument("--task-dir", type=Path, help="tasks/<task> (reference.png, ...)")
-    parser.add_argument("--out-dir", type=Path, help="where audit.json and metrics.json go")
-    parser.add_argument(
-        "--ocr-cache",
-        type=Path,
-        help="folder caching the OCR words of reference images (by digest), shared across runs",
-    )
-    parser.add_argument(
-        "--batch",
-        type=Path,
-        help="JSONL file, one object per line with render_dir, answer_dir, task_dir, out_dir",
-    )
-
-
-def run(args: argparse.Namespace) -> int:
+def score_jobs(jobs: list[ScoreJob], ocr_cache: Path | None = None) -> int:
+    """Score each job; a job that fails is recorded as `score_failed` and the others go on.
+    2 when a failure could not even be recorded, else 0."""
     # tesseract's OpenMP threads fight each other and parallel jobs on a busy machine: one
     # thread per OCR ran 5x faster in wall time here (0.6 s instead of 3.4 s for a 2560x1600
     # page under load). The user's own setting wins.
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-    single = [args.render_dir, args.answer_dir, args.task_dir, args.out_dir]
-    try:
-        if args.batch is not None:
-            if any(value is not None for value in single):
-                raise InputError("--batch cannot be combined with --render-dir/--answer-dir/...")
-            jobs = _batch_jobs(args.batch)
-        else:
-            missing = [
-                flag
-                for flag, value in zip(
-                    ("--render-dir", "--answer-dir", "--task-dir", "--out-dir"), single, strict=True
-                )
-                if value is None
-            ]
-            if missing:
-                raise InputError(f"missing {', '.join(missing)} (or give --batch FILE.jsonl)")
-            jobs = [
-                ScoreJob(
-                    render_dir=single[0],
-                    answer_dir=single[1],
-                    task_dir=single[2],
-                    out_dir=single[3],
-                )
-            ]
-    except InputError as bad:
-        print(f"veriharness score: {bad}", file=sys.stderr)
-        return 2
     for job in jobs:
         try:
-            audit, metrics = score_run(job, ocr_cache=args.ocr_cache)
+            audit, metrics = score_run(job, ocr_cache=ocr_cache)
         except Exception as exc:  # noqa: BLE001 - recorded as score_failed; the batch goes on
             reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             print(f"veriharness score: score_failed: {reason}", file=sys.stderr)
@@ -319,7 +281,7 @@ def _record_failure(job: ScoreJob, reason: str) -> tuple[AuditRecord, MetricsRec
         evidence={name: {"checked": False, "reason": reason} for name in FLAGS},
         thresholds=AuditThresholds(),
     )
-    metrics = MetricsRecord(
+    metrics = _metrics(
         status="score_failed", metrics=dict.fromkeys(METRIC_NAMES), details={"reason": reason}
     )
     _write(job.out_dir, audit, metrics)

@@ -26,7 +26,6 @@ request per concurrent requester (see docs/decisions.md and tests/test_spend_led
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import threading
@@ -34,26 +33,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veriharness._util import atomic
-from veriharness._util.superseded import (
+from veriharness.runfolder.outcome import read_status_reason
+from veriharness.runfolder.spend import (
+    BUDGET_STOP,
+    SPEND,
+    BudgetStop,
+    RunEntry,
+    Source,
+    TokenCounts,
+)
+from veriharness.runfolder.superseded import (
     forget_later_stages,
     forget_summaries,
     move_to_superseded,
 )
-from veriharness.spend.prices import TokenCounts
 
 __all__ = [
     "LEDGER_NAME",
-    "RUN_LEDGER_NAME",
     "STOP_NAME",
     "BudgetExhausted",
     "LedgerEntry",
-    "RunEntry",
-    "BudgetStop",
     "SpendSettings",
     "SpendGate",
     "ledger_path",
@@ -67,10 +71,8 @@ __all__ = [
 
 LEDGER_NAME = "spend/ledger.jsonl"
 STOPPED_NAME = "spend/stopped.jsonl"
-RUN_LEDGER_NAME = "spend.jsonl"
-STOP_NAME = "budget_stop.json"
+STOP_NAME = BUDGET_STOP.name  # named here for agent/session.py
 _CHUNK = 16384
-Source = Literal["agent", "mllm", "session"]
 
 
 class BudgetExhausted(RuntimeError):
@@ -97,29 +99,6 @@ class LedgerEntry(BaseModel):
     by_condition: dict[str, dict[str, float]] = Field(
         description="running totals per condition: agent (agent requests and sessions), mllm"
     )
-
-
-class RunEntry(BaseModel):
-    """One line of a run's spend.jsonl."""
-
-    model_config = ConfigDict(extra="forbid")
-    time: str
-    source: Source
-    model: str
-    request_id: str
-    tokens: TokenCounts
-    cost_usd: float
-    total_usd: float = Field(description="the run's total after this request")
-
-
-class BudgetStop(BaseModel):
-    """``budget_stop.json``: why a run's requests were refused."""
-
-    cap: Literal["max_usd", "max_usd_per_run"]
-    limit_usd: float
-    spent_usd: float
-    time: str
-    message: str
 
 
 class SpendSettings(BaseModel):
@@ -244,10 +223,7 @@ def _append(fd: int, size: int, line: str) -> None:
 
 
 def read_stop(run_dir: Path) -> BudgetStop | None:
-    try:
-        return BudgetStop.model_validate_json((Path(run_dir) / STOP_NAME).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
+    return BUDGET_STOP.read_quietly(run_dir)
 
 
 class SpendGate:
@@ -256,7 +232,7 @@ class SpendGate:
     def __init__(self, settings: SpendSettings) -> None:
         self.settings = settings
         self.ledger = ledger_path(settings.experiment_dir)
-        self.run_ledger = Path(settings.run_dir) / RUN_LEDGER_NAME
+        self.run_ledger = SPEND.path(settings.run_dir)
 
     def _totals(self) -> tuple[float, float]:
         experiment = run = 0.0
@@ -408,13 +384,10 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
         listed = _parse_stopped(os.pread(fd, os.fstat(fd).st_size, 0))
         for run in dict.fromkeys(s.run for s in listed):
             run_dir = experiment_dir / run
-            try:
-                outcome = json.loads((run_dir / "outcome.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue  # already redone, or moved
-            if not isinstance(outcome, dict) or outcome.get("reason") != "budget":
-                continue
-            if outcome.get("status") == "not_started":
+            stated = read_status_reason(run_dir)
+            if stated is None or stated[1] != "budget":
+                continue  # already redone, or moved, or not stopped by a cap
+            if stated[0] == "not_started":
                 _clear_unpaid_outputs(experiment_dir, run_dir)
             else:
                 move_to_superseded(experiment_dir, run_dir)

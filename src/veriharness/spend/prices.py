@@ -1,79 +1,13 @@
-"""Prices per million tokens, and the cost of one request.
-
-The config's ``prices`` section holds one price per agent model name (``models``) and one per
-model catalog profile (``profiles``), in USD per million tokens: input, output, cache read and
-cache write. Prices are recorded and never hashed: a new price list reruns nothing. The embedded
-offline model costs 0 unless a price is given for it (tests give one to exercise the caps).
-"""
+"""What the tokens of a request cost at a price of the config (`experiment.prices`)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from veriharness.experiment.prices import TokenPrice
+from veriharness.runfolder.spend import TokenCounts
 
-__all__ = ["TokenPrice", "TokenCounts", "PriceSettings", "FREE", "cost_usd"]
+__all__ = ["cost_usd"]
 
 _MILLION = 1_000_000
-
-
-class TokenPrice(BaseModel):
-    """USD per million tokens."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-    input: float = Field(ge=0)
-    """USD per million input tokens."""
-    output: float = Field(ge=0)
-    """USD per million output tokens."""
-    cache_read: float = Field(ge=0)
-    """USD per million input tokens read from the prompt cache."""
-    cache_write: float = Field(ge=0)
-    """USD per million input tokens written to the prompt cache."""
-
-
-FREE = TokenPrice(input=0, output=0, cache_read=0, cache_write=0)
-
-
-class TokenCounts(BaseModel):
-    """Tokens of one request (or a sum of requests); None counts as 0."""
-
-    model_config = ConfigDict(frozen=True)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @classmethod
-    def of(
-        cls,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-        cache_write_tokens: int | None = None,
-    ) -> TokenCounts:
-        return cls(
-            input_tokens=input_tokens or 0,
-            output_tokens=output_tokens or 0,
-            cache_read_tokens=cache_read_tokens or 0,
-            cache_write_tokens=cache_write_tokens or 0,
-        )
-
-
-class PriceSettings(BaseModel):
-    """The config's ``prices`` section."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-    read_on: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
-    """The date (YYYY-MM-DD) the prices were read from the providers' price lists."""
-    models: dict[str, TokenPrice] = Field(default_factory=dict)
-    """Agent model name -> price."""
-    profiles: dict[str, TokenPrice] = Field(default_factory=dict)
-    """Model catalog profile name -> price."""
-
-    def agent(self, model: str, offline: bool) -> TokenPrice | None:
-        """The agent model's price; the offline model is free unless priced; None if unknown."""
-        return self.models.get(model) or (FREE if offline else None)
-
-    def profile(self, name: str, offline: bool) -> TokenPrice | None:
-        return self.profiles.get(name) or (FREE if offline else None)
 
 
 def cost_usd(price: TokenPrice, tokens: TokenCounts) -> float:

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from veriharness._util.run_files import read_jsonl, typed_value
 from veriharness.collect.columns import CallFields, ToolUseFields
+from veriharness.collect.typed import typed_value
+from veriharness.runfolder.mllm_trace import read_trace_objects
 
 __all__ = [
     "MLLM_TOOL",
@@ -288,7 +289,7 @@ def linked_call_rows(
 ) -> list[CallFields] | None:
     """One row per call of the run's mllm_trace.jsonl, start and end events merged, each linked
     to its tool use when the transcript's CallMLLM `uses` are known (None: unreadable)."""
-    events = read_jsonl(run_dir / "mllm_trace.jsonl", "mllm_trace.jsonl", errors)
+    events = read_trace_objects(run_dir, errors)
     if events is None:
         return None
     grouped = group_trace(events, errors)

@@ -1,36 +1,26 @@
-"""The loaded experiment definition, the identity of each cell, and ``check-experiment``.
+"""The loaded experiment definition and the identity of each cell.
 
 ``load_definition`` turns a config into everything a run depends on (conditions, task ids, model
 catalog, taxonomy, git state) and refuses what would make results untrustworthy: placeholder model
-names, missing tasks, conditions or modules, and uncommitted inputs unless allowed.
-``cell_identity`` gives the hashed identity of one (condition, task) cell together with its
-assembled prompt; ``prepare`` uses the same function, so a run's record and the experiment record
-agree by construction.
-
-``check-experiment`` also asks the providers whether the model names exist (skippable for dry
-runs). For the embedded offline model the names must be the offline model names. The lookups
-never print or record a base URL or a key; errors name the profile and the model.
+names, missing tasks, conditions or modules, missing prices under a spending cap, and uncommitted
+inputs unless allowed. ``cell_identity`` gives the hashed identity of one (condition, task) cell
+together with its assembled prompt; the start check (``prepare.experiment_check``) and
+``prepare`` use the same function, so a run's record and the experiment record agree by
+construction. ``build_experiment_record`` is ``experiment.json`` of a definition.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from veriharness._util import atomic
 from veriharness._util.harness import harness_version
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness._util.programs import project_root
-from veriharness._util.superseded import SUPERSEDED, move_to_superseded
-from veriharness.experiment.analysis import design_warnings
+from veriharness.experiment.catalog import CatalogError, ModelCatalog, load_catalog
 from veriharness.experiment.config import (
     ConditionSpec,
     ConfigError,
@@ -72,45 +62,30 @@ from veriharness.experiment.record import (
     task_identity,
 )
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
-from veriharness.mllm.catalog import CatalogError, ModelCatalog, ProviderSettings, load_catalog
-from veriharness.mllm.schema import tool_contract_sha256
-from veriharness.offline import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
+from veriharness.experiment.tool_contract import tool_contract_sha256
 
 __all__ = [
-    "ModelCheckError",
     "Definition",
     "DEFINITION_ERRORS",
     "load_definition",
     "missing_prices",
-    "PaidRunsWouldBeRedone",
-    "changed_inputs",
-    "paid_runs_to_redo",
     "shared_identity",
     "prompt_values",
     "condition_identity",
     "cell_identity",
+    "resolved_models",
+    "build_experiment_record",
     "execution_record",
     "config_wrapper",
     "add_common_arguments",
     "load_from_args",
-    "check_models",
-    "build_experiment_record",
-    "resolved_models",
-    "add_arguments",
-    "run",
 ]
 
-ANTHROPIC_API = "https://api.anthropic.com"
-ANTHROPIC_VERSION = "2023-06-01"
 # Snakemake always loads this file first, so it is an input of every experiment it starts.
 DEFAULT_CONFIG = "config/config.yaml"
 
 
-class ModelCheckError(RuntimeError):
-    """A model name is unknown to its provider, or the lookup could not be made."""
-
-
-DEFINITION_ERRORS = (ConfigError, PromptError, CatalogError, UncommittedChanges, ModelCheckError)
+DEFINITION_ERRORS = (ConfigError, PromptError, CatalogError, UncommittedChanges)
 
 
 @dataclass(frozen=True)
@@ -331,82 +306,6 @@ def _value_hash(value: str | None) -> str | None:
     return None if value is None else sha256_bytes(value.encode("utf-8"))
 
 
-def _lookup(url: str, headers: dict[str, str], what: str) -> str | None:
-    try:
-        response = httpx.get(url, headers=headers, timeout=30.0)
-    except httpx.HTTPError as error:
-        raise ModelCheckError(
-            f"{what}: the provider could not be reached ({type(error).__name__})"
-        ) from None
-    if response.status_code != 200:
-        raise ModelCheckError(
-            f"{what}: the provider answered HTTP {response.status_code} "
-            "to the model lookup (unknown model name, or no access)"
-        )
-    try:
-        found = response.json().get("id")
-    except (ValueError, AttributeError):
-        found = None
-    return found if isinstance(found, str) else None
-
-
-def _env_key(name: str, what: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise ModelCheckError(f"{what}: the API key variable {name} is not set")
-    return value
-
-
-def check_models(defn: Definition) -> ModelsChecked:
-    """Look every model name up; return what each resolved to (no URL, no key)."""
-    agent = defn.config.agent
-    what = f"agent model {agent.model!r} (endpoint {agent.endpoint})"
-    if agent.endpoint == "offline":
-        if agent.model != OFFLINE_AGENT_MODEL:
-            raise ModelCheckError(
-                f"{what}: the offline endpoint serves only {OFFLINE_AGENT_MODEL!r}"
-            )
-        resolved_agent: str | None = agent.model
-    else:
-        base = ANTHROPIC_API
-        if agent.endpoint == "gateway":
-            base = ProviderSettings(
-                api_style="anthropic-messages", base_url=agent.base_url or "", model=agent.model
-            ).resolved_base_url()
-        headers = {
-            "x-api-key": _env_key(agent.api_key_env, what),
-            "anthropic-version": ANTHROPIC_VERSION,
-        }
-        # None when the provider knows the name but does not say what it resolves to.
-        resolved_agent = _lookup(f"{base}/v1/models/{agent.model}", headers, what)
-    profiles: dict[str, str] = {}
-    for profile in defn.catalog.profiles:
-        settings = profile.provider
-        what = f"model {settings.model!r} of profile {profile.name!r} ({settings.api_style})"
-        if settings.offline:
-            if settings.model != OFFLINE_VISION_MODEL:
-                raise ModelCheckError(
-                    f"{what}: the offline model serves only {OFFLINE_VISION_MODEL!r}"
-                )
-            profiles[profile.name] = "found"
-            continue
-        try:
-            base = settings.resolved_base_url()
-        except CatalogError as error:
-            raise ModelCheckError(f"{what}: {error}") from None
-        key = _env_key(settings.api_key_env, what) if settings.api_key_env else None
-        if settings.api_style == "anthropic-messages":
-            headers = {"anthropic-version": ANTHROPIC_VERSION}
-            if key:
-                headers["x-api-key"] = key
-            _lookup(f"{base}/v1/models/{settings.model}", headers, what)
-        else:
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
-            _lookup(f"{base}/models/{settings.model}", headers, what)
-        profiles[profile.name] = "found"
-    return ModelsChecked(agent_model=resolved_agent, profiles=profiles)
-
-
 def resolved_models(model_check: Mapping[str, object]) -> dict[str, str | None]:
     """What the agent's model name resolved to at the model check; None when the check was
     skipped or the provider did not say (never the requested name passed off as resolved)."""
@@ -493,126 +392,3 @@ def load_from_args(args: argparse.Namespace) -> tuple[ExperimentConfig, Path]:
     config = load_config(args.config, overrides)
     root = args.project_root or project_root()
     return config, root
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--skip-model-check",
-        action="store_true",
-        help="do not look model names up with their provider (dry runs)",
-    )
-    parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
-
-
-class PaidRunsWouldBeRedone(RuntimeError):
-    """Finished paid runs would be redone because their inputs changed, and that was not asked."""
-
-
-_SESSION_HAPPENED = frozenset({"ok", "failed", "timeout", "max_turns", "budget_exhausted"})
-_SHOWN_RUNS = 20
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _paid(record: dict[str, Any]) -> bool:
-    """A run that used a real model: not offline, or its agent was not the offline model."""
-    agent = record.get("identity", {}).get("agent", {})
-    return record.get("offline") is False or agent.get("endpoint", "offline") != "offline"
-
-
-def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The inputs that differ between two run identities, named for people."""
-    names = []
-    for key in sorted(set(old) | set(new)):
-        before, after = old.get(key), new.get(key)
-        if before == after:
-            continue
-        if key == "prompts" and isinstance(before, dict) and isinstance(after, dict):
-            was = {m.get("id"): m for m in before.get("modules", [])}
-            now = {m.get("id"): m for m in after.get("modules", [])}
-            names += [f"prompt module {m}" for m in sorted(set(was) | set(now), key=str)
-                      if was.get(m) != now.get(m)]  # fmt: skip
-        elif key == "task" and isinstance(before, dict) and isinstance(after, dict):
-            was, now = before.get("files", {}), after.get("files", {})
-            changed = sorted(f for f in set(was) | set(now) if was.get(f) != now.get(f))
-            names.append("task files " + ", ".join(changed))
-        elif key in ("agent", "condition") and isinstance(before, dict) and isinstance(after, dict):
-            fields = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
-            names.append(f"{key} " + ", ".join(fields))
-        else:
-            names.append(key.replace("_", " "))
-    return names
-
-
-def paid_runs_to_redo(
-    defn: Definition, record: ExperimentRecord, experiment_dir: Path
-) -> list[tuple[Path, list[str]]]:
-    """Finished runs that were not offline and whose identity differs from their new cell:
-    the workflow would redo them. Each with the inputs that changed."""
-    shared = record.shared
-    found = []
-    for condition, tasks in record.cells.items():
-        for task in record.selected_task_ids:
-            for replicate in range(1, defn.config.replicates + 1):
-                run_dir = experiment_dir / condition / task / f"r{replicate}"
-                outcome = _read_json(run_dir / "outcome.json")
-                if outcome is None or outcome.get("status") not in _SESSION_HAPPENED:
-                    continue
-                old = _read_json(run_dir / "run.json")
-                if old is None or not _paid(old):
-                    continue  # offline runs are redone freely
-                if old.get("identity_hash") == tasks.get(task):
-                    continue
-                identity, _ = cell_identity(defn, condition, task, shared)
-                found.append((run_dir, changed_inputs(old.get("identity", {}), identity)))
-    return found
-
-
-def _guard_paid_runs(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> None:
-    redo = paid_runs_to_redo(defn, record, experiment_dir)
-    if not redo:
-        return
-    if not defn.config.supersede_paid_runs:
-        shown = [
-            f"{run.relative_to(experiment_dir)} ({'; '.join(changes) or 'identity'} changed)"
-            for run, changes in redo[:_SHOWN_RUNS]
-        ]
-        more = f", and {len(redo) - _SHOWN_RUNS} more" if len(redo) > _SHOWN_RUNS else ""
-        raise PaidRunsWouldBeRedone(
-            f"refusing to start: {len(redo)} finished run(s) that were not offline would be "
-            f"redone because their inputs changed: {', '.join(shown)}{more}. Restore the inputs, "
-            "run under a new experiment name, or set supersede_paid_runs: true to redo them "
-            f"(their folders are moved to {experiment_dir / SUPERSEDED}/<identity_hash>/ first)"
-        )
-    for run, changes in redo:
-        moved = move_to_superseded(experiment_dir, run)
-        print(f"superseded {run.relative_to(experiment_dir)} ({'; '.join(changes)}) -> {moved}")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        config, root = load_from_args(args)
-        defn = load_definition(config, root, args.config)
-        model_check = check_models(defn) if config.check_models else ModelsNotChecked()
-        record = build_experiment_record(defn, model_check)
-        _guard_paid_runs(defn, record, args.out.parent)
-    except (*DEFINITION_ERRORS, PaidRunsWouldBeRedone) as error:
-        print(f"check-experiment: {error}", file=sys.stderr)
-        return 2
-    atomic.write_json(args.out, record.model_dump(mode="json"))
-    cells = sum(len(v) for v in record.cells.values())
-    print(
-        f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
-        f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
-        f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
-    )
-    for line in design_warnings(config.analysis, len(defn.selected_task_ids)):
-        print(f"check-experiment: WARNING: {line}", file=sys.stderr)
-    return 0

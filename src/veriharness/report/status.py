@@ -13,11 +13,10 @@ login node while jobs run elsewhere, and stays fast at tens of thousands of runs
 
 from __future__ import annotations
 
-import argparse
-import json
+import math
+import numbers
 import os
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,9 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.runfolder.outcome import read_status_reason
 from veriharness.spend.ledger import ledger_path, newest_entry, tail_entries
 
-__all__ = ["ConditionStatus", "ExperimentStatus", "read_status", "format_status", "run"]
+__all__ = [
+    "ConditionStatus",
+    "ExperimentStatus",
+    "read_status",
+    "format_status",
+    "experiment_record",
+    "money",
+    "newest_experiment",
+]
 
 _HEAD_BYTES = 512
 _STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
@@ -95,11 +103,10 @@ def _run_state(run_dir: str) -> tuple[str, float | None]:
         os.close(fd)
     status, reason = _STATUS.search(head), _REASON.search(head)
     if status is None or reason is None:  # not the layout run-agent writes: read it all
-        try:
-            data = json.loads(Path(run_dir, "outcome.json").read_text(encoding="utf-8"))
-            value, why = str(data.get("status")), data.get("reason")
-        except (OSError, ValueError, AttributeError):
+        stated = read_status_reason(Path(run_dir))
+        if stated is None:
             return "failed", written
+        value, why = stated
     else:
         value = status.group(1).decode()
         why = reason.group(1).decode() if reason and reason.group(1) else None
@@ -112,14 +119,21 @@ def _run_state(run_dir: str) -> tuple[str, float | None]:
     return "failed", written
 
 
+def experiment_record(experiment_dir: Path) -> dict[str, Any]:
+    """The experiment's `experiment.json`; `RecordError` (a ValueError) names the file and what
+    is wrong with it."""
+    return read_record(Path(experiment_dir) / "experiment.json", EXPERIMENT_RECORD)
+
+
 def _record(experiment_dir: Path) -> dict[str, Any]:
-    path = experiment_dir / "experiment.json"
     try:
-        record = read_record(path, EXPERIMENT_RECORD)
+        record = experiment_record(experiment_dir)
     except RecordError as error:
         raise ValueError(f"cannot read the experiment record: {error}") from None
     if not isinstance(record.get("matrix"), dict):
-        raise ValueError(f"{path}: not an experiment record with a matrix")
+        raise ValueError(
+            f"{experiment_dir / 'experiment.json'}: not an experiment record with a matrix"
+        )
     return record
 
 
@@ -180,8 +194,11 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
     )
 
 
-def _money(value: float | None) -> str:
-    return "–" if value is None else f"${value:,.4f}"
+def money(value: object) -> str:
+    """USD as the status and the report show it; "–" for no value (None, NaN, a missing cell)."""
+    if not isinstance(value, numbers.Real) or math.isnan(float(value)):
+        return "–"
+    return f"${float(value):,.4f}"
 
 
 def _duration(hours: float | None) -> str:
@@ -213,15 +230,15 @@ def format_status(status: ExperimentStatus) -> str:
     share = f" ({status.spent_usd / cap:.0%})" if cap else ""
     lines += [
         "",
-        f"spend      {_money(status.spent_usd)} of max_usd {_money(cap)}{share}; "
-        f"max_usd_per_run {_money(status.max_usd_per_run)}",
-        f"rate       {_money(status.rate_usd_per_hour)}/h (newest ledger lines); "
+        f"spend      {money(status.spent_usd)} of max_usd {money(cap)}{share}; "
+        f"max_usd_per_run {money(status.max_usd_per_run)}",
+        f"rate       {money(status.rate_usd_per_hour)}/h (newest ledger lines); "
         + (
             f"{status.finished_per_hour:.1f} runs finished/h"
             if status.finished_per_hour
             else "pace unknown"
         ),
-        f"to finish  {status.remaining()} runs, about {_money(status.cost_to_finish())} "
+        f"to finish  {status.remaining()} runs, about {money(status.cost_to_finish())} "
         f"and {_duration(status.hours_to_finish())}",
     ]
     if cap is not None and status.spent_usd >= cap:
@@ -229,47 +246,7 @@ def format_status(status: ExperimentStatus) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _default_experiment() -> Path | None:
-    records = sorted(Path("results").glob("*/experiment.json"), key=lambda p: p.stat().st_mtime)
+def newest_experiment(results_dir: Path = Path("results")) -> Path | None:
+    """The experiment folder under `results_dir` whose `experiment.json` was written last."""
+    records = sorted(results_dir.glob("*/experiment.json"), key=lambda p: p.stat().st_mtime)
     return records[-1].parent if records else None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "experiment_dir",
-        nargs="?",
-        type=Path,
-        help="results/<experiment> (default: the newest experiment under results/)",
-    )
-    parser.add_argument(
-        "--watch",
-        nargs="?",
-        type=float,
-        const=5.0,
-        metavar="SECONDS",
-        help="print again every SECONDS (default 5) until interrupted",
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    folder = args.experiment_dir or _default_experiment()
-    if folder is None:
-        print("status: no results/<experiment>/experiment.json here; name one", file=sys.stderr)
-        return 2
-    if args.watch is not None and args.watch <= 0:
-        print(f"status: --watch needs a positive interval, got {args.watch}", file=sys.stderr)
-        return 2
-    while True:
-        try:
-            text = format_status(read_status(folder))
-        except ValueError as error:
-            print(f"status: {error}", file=sys.stderr)
-            return 2
-        if args.watch is None:
-            print(text, end="")
-            return 0
-        print("\033[H\033[2J" + text, end="", flush=True)
-        try:
-            time.sleep(args.watch)
-        except KeyboardInterrupt:
-            return 0

@@ -1,0 +1,120 @@
+"""What a session spends: its ledger settings, the proxy's admission check against the spending
+caps, the price of each agent request charged to the ledger, and the run's spend at the end
+(the agent's part from the proxy's records, the CallMLLM part from the trace).
+
+Knows nothing of the session plan: a charger is given the prices and the model it charges.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from veriharness.agent.proxy import Admit
+from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
+from veriharness.experiment.prices import TokenPrice
+from veriharness.runfolder.mllm_trace import CallCompleted, read_trace
+from veriharness.runfolder.outcome import Spend
+from veriharness.runfolder.spend import TokenCounts
+from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
+from veriharness.spend.prices import cost_usd
+
+__all__ = ["AgentCharges", "budget_admit", "each_record", "spend_settings", "trace_cost"]
+
+
+def spend_settings(
+    run_dir: Path, max_usd: float | None = None, max_usd_per_run: float | None = None
+) -> SpendSettings:
+    """The ledger settings of a run folder ``<experiment>/<condition>/<task>/r<k>``."""
+    condition, task, replicate = run_dir.parts[-3:]
+    return SpendSettings(
+        experiment_dir=run_dir.parents[2],
+        run_dir=run_dir,
+        condition=condition,
+        task=task,
+        replicate=int(replicate.removeprefix("r")),
+        max_usd=max_usd,
+        max_usd_per_run=max_usd_per_run,
+    )
+
+
+def trace_cost(run_dir: Path) -> float | None:
+    """The sum of the run's CallMLLM call costs; None when a completed call has none."""
+    total = 0.0
+    for event in read_trace(run_dir, []) or []:
+        if isinstance(event, CallCompleted):
+            if event.cost_usd is None:
+                return None
+            total += event.cost_usd
+    return total
+
+
+def each_record(
+    first: Callable[[AgentRequest], None], then: Callable[[AgentRequest], None] | None
+) -> Callable[[AgentRequest], None]:
+    """One record callback for the proxy: `first`, then `then` if given."""
+
+    def each(request: AgentRequest) -> None:
+        first(request)
+        if then is not None:
+            then(request)
+
+    return each
+
+
+def budget_admit(gate: SpendGate, also: Admit | None) -> Admit:
+    """The proxy's admission check: refuse a request once a spending cap is reached (the gate
+    leaves the stop file that ends the session), then ask `also`, if given."""
+
+    def admit(facts: RequestFacts) -> Refusal | None:
+        try:
+            gate.admit()
+        except BudgetExhausted as refused:
+            return Refusal(status=400, error_type="invalid_request_error", message=str(refused))
+        return also(facts) if also is not None else None
+
+    return admit
+
+
+class AgentCharges:
+    """Prices each agent request the proxy recorded and charges it to the ledger: at the price
+    of the model the request names when `model_prices` lists it, else at `agent_price`."""
+
+    def __init__(
+        self,
+        gate: SpendGate,
+        model: str,
+        agent_price: TokenPrice | None,
+        model_prices: dict[str, TokenPrice],
+    ) -> None:
+        self.gate = gate
+        self.model = model
+        self.agent_price = agent_price
+        self.model_prices = model_prices
+        self.total = 0.0
+        self._lock = threading.Lock()
+
+    def charge(self, request: AgentRequest) -> None:
+        tokens = TokenCounts.of(
+            request.input_tokens,
+            request.output_tokens,
+            request.cache_read_input_tokens,
+            request.cache_creation_input_tokens,
+        )
+        # A request names its model; Claude Code may use another than the agent's for a side
+        # task. Priced by that name when listed, else at the agent model's price.
+        price = self.model_prices.get(request.model or "") or self.agent_price
+        if price is None or tokens == TokenCounts():
+            return  # unpriced, or nothing was used (refused, failed before an answer)
+        cost = cost_usd(price, tokens)
+        request_id = f"{request.time} {request.method} {request.path}"
+        self.gate.charge("agent", request.model or self.model, request_id, tokens, cost)
+        with self._lock:
+            self.total += cost
+
+    def spend(self, run_dir: Path) -> Spend:
+        agent = self.total if self.agent_price is not None else None
+        mllm = trace_cost(run_dir)
+        total = None if agent is None or mllm is None else agent + mllm
+        return Spend(agent_usd=agent, mllm_usd=mllm, total_usd=total, agent_source="proxy")

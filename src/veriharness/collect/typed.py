@@ -1,0 +1,47 @@
+"""A value read from a run file, checked against the type its declared column holds.
+
+The collected tables' columns are declared with a dtype (`columns`); a value that does not fit is
+not coerced: it becomes null and the mismatch is named in the run's `read_errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, overload
+
+__all__ = ["typed_value"]
+
+
+@overload
+def typed_value(
+    value: object, dtype: Literal["string"], where: str, errors: list[str]
+) -> str | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["Int64"], where: str, errors: list[str]
+) -> int | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["Float64"], where: str, errors: list[str]
+) -> float | None: ...
+@overload
+def typed_value(
+    value: object, dtype: Literal["boolean"], where: str, errors: list[str]
+) -> bool | None: ...
+@overload
+def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> object: ...
+def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> object:
+    """`value` if it fits `dtype`, else None with the mismatch named in `errors`."""
+    if value is None:
+        return None
+    ok = {
+        "string": isinstance(value, str),
+        "Int64": isinstance(value, int) and not isinstance(value, bool),
+        "Float64": isinstance(value, int | float) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+    }.get(dtype, True)
+    if dtype == "Int64" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not ok:
+        errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
+        return None
+    return value

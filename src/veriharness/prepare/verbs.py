@@ -1,0 +1,109 @@
+"""The prepare stage's verbs, `check-experiment`, `hash-files` and `prepare`: their arguments,
+and the calls to the typed functions of `experiment_check`, `input_digests` and `run_folder`.
+Each verb imports its module when it runs, so `hash-files`, run for every task and condition,
+does not load the experiment definition."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = [
+    "add_check_experiment_arguments",
+    "add_hash_files_arguments",
+    "add_prepare_arguments",
+    "run_check_experiment",
+    "run_hash_files",
+    "run_prepare",
+]
+
+
+def add_check_experiment_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.experiment.definition import add_common_arguments
+
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--skip-model-check",
+        action="store_true",
+        help="do not look model names up with their provider (dry runs)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="where to write experiment.json")
+
+
+def run_check_experiment(args: argparse.Namespace) -> int:
+    from veriharness._util import atomic
+    from veriharness.experiment.analysis import design_warnings
+    from veriharness.experiment.definition import load_from_args
+    from veriharness.prepare.experiment_check import START_ERRORS, check_experiment
+
+    try:
+        config, root = load_from_args(args)
+        defn, record = check_experiment(config, root, args.config, args.out.parent)
+    except START_ERRORS as error:
+        print(f"check-experiment: {error}", file=sys.stderr)
+        return 2
+    atomic.write_json(args.out, record.model_dump(mode="json"))
+    cells = sum(len(v) for v in record.cells.values())
+    print(
+        f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
+        f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
+        f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
+    )
+    for line in design_warnings(config.analysis, len(defn.selected_task_ids)):
+        print(f"check-experiment: WARNING: {line}", file=sys.stderr)
+    return 0
+
+
+def add_hash_files_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, help="where to write the digests")
+    parser.add_argument("files", type=Path, nargs="+", help="files to hash")
+
+
+def run_hash_files(args: argparse.Namespace) -> int:
+    from veriharness.prepare.input_digests import write_digests
+
+    write_digests(args.files, args.out)
+    return 0
+
+
+def add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.experiment.definition import add_common_arguments
+
+    add_common_arguments(parser)
+    parser.add_argument("--condition", required=True)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--replicate", type=int, required=True, help="1-based replicate index")
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument(
+        "--experiment-record",
+        type=Path,
+        help="experiment.json whose cell hash this run must match (default: the "
+        "--config file when it is an experiment record)",
+    )
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    from veriharness.experiment.config import ConfigError
+    from veriharness.experiment.definition import (
+        DEFINITION_ERRORS,
+        load_definition,
+        load_from_args,
+    )
+    from veriharness.prepare.run_folder import prepare_run, recorded_experiment, write_run
+
+    try:
+        config, root = load_from_args(args)
+        defn = load_definition(config, root, args.config)
+        recorded = recorded_experiment(args.experiment_record or args.config)
+        if args.experiment_record is not None and recorded is None:
+            raise ConfigError(
+                f"--experiment-record {args.experiment_record} is not a readable experiment record"
+            )
+        record, prompt = prepare_run(defn, args.condition, args.task, args.replicate, recorded)
+    except DEFINITION_ERRORS as error:
+        print(f"prepare: {error}", file=sys.stderr)
+        return 2
+    write_run(args.run_dir, record, prompt)
+    print(f"prepared {args.condition}/{args.task}/r{args.replicate}: {record.identity_hash}")
+    return 0

@@ -1,0 +1,83 @@
+"""The browser pool's server (`render/pool.py`): one Chromium kept open for one cluster job.
+
+Started by the first `render --browser-pool slurm-job` of a job as
+`python -m veriharness.render.pool_server`; it answers each request with the batch mode's
+`render_answer` and leaves after `IDLE_SECONDS` without one, once no client holds the pool's lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import socket
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, Renderer, RenderSetupError
+from veriharness.render.command import BatchItem, reference_size, render_answer
+from veriharness.render.pool import IDLE_SECONDS
+
+__all__ = ["serve", "main"]
+
+
+def _answer(renderer: Renderer, line: bytes) -> dict[str, str]:
+    try:
+        item = BatchItem.model_validate_json(line)
+        reference_size(item.reference)
+        record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+    except ValidationError as exc:
+        return {"setup_error": f"bad pool request {line[:200]!r}: {exc}"}
+    except RenderSetupError as exc:
+        return {"setup_error": str(exc)}
+    return {"status": record.status}
+
+
+def _idle_exit(directory: Path) -> bool:
+    """Leave if no client holds the lock; a client that does is about to connect."""
+    lock = open(directory / "lock", "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return False
+    (directory / "socket").unlink(missing_ok=True)
+    return True  # the lock is released when the process ends, after the socket is gone
+
+
+def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: float) -> None:
+    with Renderer(load_timeout_s, chromium) as renderer:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(directory / "socket.new"))
+        listener.listen(8)
+        (directory / "server.pid").write_text(f"{os.getpid()}\n")
+        os.replace(directory / "socket.new", directory / "socket")
+        listener.settimeout(idle_s)
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                if _idle_exit(directory):
+                    return
+                continue
+            with connection, connection.makefile("rwb") as stream:
+                connection.settimeout(None)
+                reply = _answer(renderer, stream.readline())
+                stream.write(json.dumps(reply).encode() + b"\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="browser pool server (started by `render`)")
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--load-timeout", type=float, default=DEFAULT_LOAD_TIMEOUT_S)
+    parser.add_argument("--chromium", default=None)
+    parser.add_argument("--idle", type=float, default=IDLE_SECONDS)
+    args = parser.parse_args()
+    serve(args.dir, args.load_timeout, args.chromium, args.idle)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

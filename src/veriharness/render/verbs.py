@@ -1,0 +1,117 @@
+"""The render stage's verbs, `render` and `render-reference`: their arguments, and the calls to
+`command` (and, with a shared browser, `pool`). Each verb imports its modules when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = [
+    "add_render_arguments",
+    "add_render_reference_arguments",
+    "run_render",
+    "run_render_reference",
+]
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S
+
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=DEFAULT_LOAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="page-load time limit (default %(default)s)",
+    )
+    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.render.pool import POOL_MODES
+
+    parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
+    parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
+    parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
+    parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    parser.add_argument(
+        "--browser-pool",
+        default="none",
+        choices=POOL_MODES,
+        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
+        "(render/pool.py); outside one, or with none (default), launch a browser of its own",
+    )
+    _add_common(parser)
+
+
+def _fail(message: str) -> int:
+    print(f"veriharness: {message}", file=sys.stderr)
+    return 2
+
+
+def run_render(args: argparse.Namespace) -> int:
+    from veriharness._util import atomic
+    from veriharness.render.browser import Renderer, RenderSetupError
+    from veriharness.render.command import BatchItem, read_batch, reference_size, render_answer
+    from veriharness.render.pool import pool_for, render_in_pool
+
+    single = [args.answer_dir, args.reference, args.out]
+    try:
+        if args.batch is not None:
+            if any(v is not None for v in single):
+                raise RenderSetupError(
+                    "--batch cannot be combined with --answer-dir/--reference/--out"
+                )
+            items = read_batch(args.batch)
+        elif None in single:
+            raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
+        else:
+            items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
+        for item in items:
+            reference_size(item.reference)
+        pool = pool_for(args.browser_pool)
+        if pool is not None:
+            for item in items:
+                request = {k: str(v) for k, v in item.model_dump().items()}
+                status = render_in_pool(pool, request, args.load_timeout, args.chromium)
+                print(f"{status:<15} {item.out}")
+            return 0
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for item in items:
+                record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+                step = f" ({record.failed_step})" if record.failed_step else ""
+                print(f"{record.status:<15} {item.out}{step}")
+    except (RenderSetupError, atomic.AtomicWriteError) as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "task_dirs",
+        type=Path,
+        nargs="+",
+        metavar="TASK_DIR",
+        help="tasks/<id> folder(s) holding task.yaml and reference.html",
+    )
+    _add_common(parser)
+
+
+def run_render_reference(args: argparse.Namespace) -> int:
+    from veriharness.render.browser import Renderer, RenderSetupError
+    from veriharness.render.command import render_reference, task_viewport
+
+    try:
+        for task_dir in args.task_dirs:
+            task_viewport(task_dir)
+        with Renderer(args.load_timeout, args.chromium) as renderer:
+            for task_dir in args.task_dirs:
+                dom = render_reference(renderer, task_dir)
+                print(
+                    f"ok {task_dir}: {dom.viewport.width}x{dom.viewport.height}, "
+                    f"{len(dom.texts)} texts, {len(dom.images)} images"
+                )
+    except RenderSetupError as exc:
+        return _fail(str(exc))
+    return 0

@@ -1,0 +1,49 @@
+"""`agent_requests.jsonl`: one line per request of the agent to its model, as the model proxy
+saw it (`agent/proxy.py` writes it, `agent/request_record.py` says what an admission check sees).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from veriharness.runfolder._files import JsonLinesFile
+
+__all__ = ["AGENT_REQUESTS", "NAME", "AgentRequest", "read_agent_requests", "read_request_lines"]
+
+NAME = "agent_requests.jsonl"
+
+
+class AgentRequest(BaseModel):
+    kind: str = "agent_request"
+    time: str  # when the request arrived (UTC, ISO 8601)
+    method: str
+    path: str
+    model: str | None = None
+    status: int | None = None  # None: no HTTP answer reached the agent (e.g. upstream refused)
+    time_to_first_byte_ms: float | None = None
+    total_ms: float
+    streamed: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    stop_reason: str | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    error: str | None = None
+    open_at_end: bool = False  # still open when the session ended; recorded by the proxy then
+
+
+AGENT_REQUESTS = JsonLinesFile(NAME, AgentRequest)
+
+
+def read_agent_requests(run_dir: Path, errors: list[str]) -> list[AgentRequest] | None:
+    """The run's request records, leniently (`_files`); None when the file cannot be read."""
+    return AGENT_REQUESTS.read(run_dir, errors)
+
+
+def read_request_lines(path: Path, errors: list[str]) -> list[AgentRequest] | None:
+    """Request records from a file of this format at any path (a proxy may be pointed at one)."""
+    return JsonLinesFile(Path(path).name, AgentRequest).read(Path(path).parent, errors)
