@@ -6,6 +6,7 @@ import io
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -66,6 +67,29 @@ def test_every_run_folder_gets_a_page_and_the_index_lists_every_run(report) -> N
     assert "run folder is absent" in index
     timeout = (out / "runs/base/task-000/r1/index.html").read_text()
     assert "timeout" in timeout and "wall clock limit" in timeout
+
+
+def test_a_run_page_opens_with_its_status_cost_metrics_flags_and_the_offline_caveat(
+    report,
+) -> None:
+    exp, out = report
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet").set_index(
+        ["condition", "task", "replicate"]
+    )
+    row = runs.loc[("base", "task-001", 1)]
+    page = (out / "runs/base/task-001/r1/index.html").read_text()
+    order = [
+        page.index("OFFLINE: this run used the embedded offline model"),
+        page.index("<td>status (tables)</td><td>ok</td>"),
+        page.index(f"<td>metric_ssim</td><td>{row.metric_ssim:.4g}</td>"),
+        page.index("<td>audit_screenshot_substitution</td><td>False</td>"),
+        page.index("<h2>Reference and render</h2>"),
+    ]
+    assert order == sorted(order)
+    assert "spend (our prices)" in page
+    assert "Claude Code&#x27;s own" not in page and "Claude Code's own" not in page
+    caption = (out / "capability_tags.rst").read_text()
+    assert "the tags the agent declared" in caption and "the annotator inferred" in caption
 
 
 def _browser(pw):

@@ -329,6 +329,24 @@ def _comparison_sections(exp_dir: Path, out: Path) -> str:
     return "<h2>Comparisons</h2>" + "".join(sections)
 
 
+def _run_facts(row: Any, offline: bool) -> tuple[tuple[str, str], ...]:
+    """The runs table's view of one run for its page: status and reason, what it cost at our
+    prices (Claude Code's own price only for a real model), every metric and audit flag."""
+    values = row._asdict()
+    facts = [
+        ("status (tables)", str(values.get("status"))),
+        ("reason", str(values.get("reason") or "")),
+    ]
+    facts.append(("spend (our prices)", money(values.get("cost_usd"))))
+    if not offline:
+        facts.append(("spend (Claude Code's own)", money(values.get("claude_cost_usd"))))
+    for prefix in ("metric_", "audit_"):
+        facts += [
+            (name, _number(values[name])) for name in sorted(values) if name.startswith(prefix)
+        ]
+    return tuple(facts)
+
+
 def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
     runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
     tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
@@ -346,7 +364,11 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         if run_dir.is_dir():
             reference = tasks_dir / r.task / "reference.png"
             title = f"{r.condition} / {r.task} / r{r.replicate}"
-            pages.append(PageJob(run_dir, reference, out, rel, title))
+            flag = getattr(r, "offline", None)
+            offline = flag is not None and flag is not pd.NA and bool(flag)
+            pages.append(
+                PageJob(run_dir, reference, out, rel, title, _run_facts(r, offline), offline)
+            )
             link = f"<a href='{esc(rel)}/index.html'>page</a>"
         rows.append(
             f"<tr><td>{esc(r.condition)}</td><td>{esc(r.task)}</td>"
@@ -365,7 +387,7 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
-        f"<style>{CSS} .caveat{{background:#fde2e1;padding:.5em;border:2px solid #b00}}</style>"
+        f"<style>{CSS}</style>"
         f"</head><body><h1>{esc(exp_dir.name)}</h1>{_overview_html(exp_dir, runs)}"
         f"<h2>Plots</h2>{images}{comparisons}<h2>Runs</h2>"
         "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
