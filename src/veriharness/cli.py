@@ -39,6 +39,7 @@ VERBS: dict[str, Verb] = {
     "annotate": Verb("annotate", "label one run's CallMLLM calls with inferred tags"),
     "collect": Verb("collect", "collect run folders into tables"),
     "compare": Verb("collect", "compare pairs of conditions, paired by task"),
+    "power": Verb("collect", "tasks a study needs, estimated from a pilot's differences"),
     "report": Verb("report", "write plots and per-run transcript pages"),
     "status": Verb("report", "runs done, running and left, and the spend, per condition"),
     "record": Verb("experiment", "inspect experiment and run records (diff)"),

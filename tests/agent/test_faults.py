@@ -287,7 +287,37 @@ def test_agent_outcomes_are_not_infra_errors() -> None:
         assert classify(None, True, init, "", waiting, limit)[0] == status, (waited, limit)
     refused = ended(result_subtype="success", is_error=True, result_text="no")
     assert classify(1, False, refused)[0] == "failed"
-    assert classify(0, False, ended(result_subtype="success", is_error=False)) == (
-        "ok",
-        None,
+    too_long = ended(
+        result_subtype="success",
+        is_error=True,
+        api_error_status=400,
+        result_text="API Error: 400 prompt is too long",
     )
+    assert classify(1, False, too_long) == ("failed", "API Error: 400 prompt is too long")
+    assert classify(0, False, ended(result_subtype="success", is_error=False)) == ("ok", None)
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_provider_refusing_the_set_up_is_not_the_agents_failure(status: int) -> None:
+    result = SessionResult(
+        result_subtype="success",
+        is_error=True,
+        api_error_status=status,
+        result_text=f"API Error: {status} no",
+    )
+    refused = TranscriptSummary(init=SessionInit(mllm_connected=True), result=result)
+    outcome, cause = classify(1, False, refused)
+    assert outcome == "infra_error"
+    refusal = f"the model provider refused the session's credentials or model (HTTP {status})"
+    assert cause == f"{refusal}: API Error: {status} no"
+
+
+def test_claude_ending_mid_session_without_a_result_is_the_clis_failure() -> None:
+    started = TranscriptSummary(init=SessionInit(mllm_connected=True))
+    for code in (0, 1):
+        outcome, cause = classify(code, False, started, "TypeError: x is undefined\n")
+        assert outcome == "infra_error"
+        assert cause == (
+            f"claude ended with code {code} during the session without its result event "
+            "(the CLI failed): TypeError: x is undefined"
+        )

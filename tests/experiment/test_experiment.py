@@ -61,6 +61,29 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
     assert record["shared"]["tool_schema_version"] == "callmllm-request-v0.2"
 
 
+def test_the_declared_analysis_is_recorded_and_a_design_that_cannot_reach_alpha_is_warned(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path)  # two tasks
+    proc = check(root)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((root / "results" / "t" / "experiment.json").read_text())
+    assert record["config"]["analysis"]["primary"] == ["metric_ssim"]
+    assert (
+        "check-experiment: WARNING: the primary family (1 outcome(s)) cannot reach alpha 0.05 "
+        "with 2 task(s): the smallest possible p is 0.5 and the smallest p(Holm) 0.5; it needs "
+        "at least 6 tasks" in proc.stderr
+    )
+    assert "the secondary family (8 outcome(s)) cannot reach alpha 0.05" in proc.stderr
+    hashes = record["cells"]
+    loose = check(root, "--config-json", '{"analysis": {"alpha": 0.9, "secondary": []}}')
+    assert loose.returncode == 0 and "WARNING" not in loose.stderr, loose.stderr
+    again = json.loads((root / "results" / "t" / "experiment.json").read_text())
+    assert again["cells"] == hashes  # declaring outcomes changes no run's identity
+    bad = check(root, "--config-json", '{"analysis": {"primary": []}}')
+    assert bad.returncode == 2 and "analysis.primary" in bad.stderr, bad.stderr
+
+
 def test_record_fed_back_as_config_reproduces_identity(tmp_path: Path) -> None:
     root = make_project(
         tmp_path, config={"experiment": "t", "replicates": 2, "execution": {"retries": 3}}

@@ -6,6 +6,7 @@ import io
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -66,6 +67,29 @@ def test_every_run_folder_gets_a_page_and_the_index_lists_every_run(report) -> N
     assert "run folder is absent" in index
     timeout = (out / "runs/base/task-000/r1/index.html").read_text()
     assert "timeout" in timeout and "wall clock limit" in timeout
+
+
+def test_a_run_page_opens_with_its_status_cost_metrics_flags_and_the_offline_caveat(
+    report,
+) -> None:
+    exp, out = report
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet").set_index(
+        ["condition", "task", "replicate"]
+    )
+    row = runs.loc[("base", "task-001", 1)]
+    page = (out / "runs/base/task-001/r1/index.html").read_text()
+    order = [
+        page.index("OFFLINE: this run used the embedded offline model"),
+        page.index("<td>status (tables)</td><td>ok</td>"),
+        page.index(f"<td>metric_ssim</td><td>{row.metric_ssim:.4g}</td>"),
+        page.index("<td>audit_screenshot_substitution</td><td>False</td>"),
+        page.index("<h2>Reference and render</h2>"),
+    ]
+    assert order == sorted(order)
+    assert "spend (our prices)" in page
+    assert "Claude Code&#x27;s own" not in page and "Claude Code's own" not in page
+    caption = (out / "capability_tags.rst").read_text()
+    assert "the tags the agent declared" in caption and "the annotator inferred" in caption
 
 
 def _browser(pw):
@@ -218,7 +242,10 @@ def test_each_compared_pair_gets_its_table_and_plot_in_the_report(tmp_path) -> N
     index = (out / "index.html").read_text()
     assert "<h2>Comparisons</h2>" in index
     assert "<h3>treat vs base</h3>" in index and "<h3>treat vs same</h3>" in index
-    assert index.count("<th>p (Holm)</th>") == 2
+    sections = index.split("<h2>Comparisons</h2>")[1]
+    assert sections.count("<th>p (Holm)</th>") == 2
+    verdicts = index.split("<h2>Verdict</h2>")[1].split("<h2>")[0]
+    assert verdicts.count("<th>p (Holm)</th>") == 2  # each pair's primary outcome, first
     for number in (1, 2):
         with Image.open(out / f"comparison_{number}.png") as image:
             assert image.format == "PNG" and image.height > 200
@@ -236,7 +263,7 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     import json
 
     exp = write_experiment(
-        tmp_path / "results", tasks=3, faults={("treat", "task-002", 1): "failed"}
+        tmp_path / "results", tasks=3, faults={("treat", "task-002", 1): "not_started"}
     )
     record = exp.exp_dir / "base" / "task-001" / "r1" / "run.json"
     data = json.loads(record.read_text())
@@ -259,12 +286,16 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     order = [
         index.index("OFFLINE: 6 of 6 runs"),
         index.index("UNCOMMITTED: 1 of 6 runs"),
-        index.index("<h2>Comparison</h2>"),
-        index.index("<td>metric_ssim</td>"),
+        index.index("<h2>Verdict</h2>"),
+        index.index("did not detectably change metric_ssim"),
+        index.index("This design cannot reach alpha 0.05"),
+        index.index("<td>metric_ssim</td><td>itt</td>"),
+        index.index("<td>metric_ssim</td><td>per_protocol</td>"),
+        index.index("<h2>Runs excluded from the comparison: 1 (not the agent's doing)</h2>"),
+        index.index("not_started: never started"),
+        index.index("<h2>Audit flag rates</h2>"),
         index.index("<h2>Experiment</h2>"),
         index.index("spend (our prices)"),
-        index.index("<h2>Runs left out of the comparison: 1</h2>"),
-        index.index("status failed"),
         index.index("<img"),
     ]
     assert order == sorted(order)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from veriharness._util.hashing import sha256_file
+from veriharness.experiment.analysis import AUDIT_FLAGS
 
 __all__ = [
     "FAULTS",
@@ -365,7 +366,12 @@ def _write_run(
         run_dir / "audit.json",
         {
             "kind": "audit",
-            "flags": {"remote_requests": False, "text_baked_in_image": rng.random() < 0.1},
+            # The audit's real flags; only low_text_volume (no rule of the task) varies, so no
+            # synthetic answer is floored unless a test plants it.
+            "flags": {
+                **dict.fromkeys(AUDIT_FLAGS, False),
+                "low_text_volume": rng.random() < 0.1,
+            },
             "evidence": {},
         },
     )

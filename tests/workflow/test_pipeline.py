@@ -319,9 +319,11 @@ def test_hostile_answers_still_yield_tables_comparison_and_report(project: Path)
     assert runs.loc[("b3-absent", "pricing-table"), "audit_oversized_images"] == True  # noqa: E712
     assert "transcript.jsonl" in runs.loc[("b3-absent", "landing-page"), "read_errors"]
     comparison = (experiment / "comparison.md").read_text()
-    assert (
-        "| b3-present | landing-page | 1 | status render_failed: render_failed: load" in comparison
-    )
+    # A page that broke its own render counts for its condition, at the floor (P-33).
+    assert "## Runs excluded: 0 (not the agent's doing)" in comparison
+    csv = pd.read_csv(experiment / "comparison.csv")
+    ssim = csv[(csv.measure == "metric_ssim") & (csv.population == "itt")].iloc[0]
+    assert (ssim.n_floor_b, ssim.n_floor_t) == (0, 1) and ssim.n_pairs == 2
     assert "## Run statuses by condition" in comparison
     assert (experiment / "report" / "index.html").is_file()
 
@@ -421,6 +423,38 @@ def test_a_record_reruns_under_a_new_name_but_is_never_rewritten(
     assert _planned_agent_jobs(renamed) == 4  # the record's whole matrix, under the new name
     assert "results/example-rerun/" in renamed.stdout + renamed.stderr
     assert record.read_bytes() == before
+
+
+def test_the_readmes_rerun_from_a_record_that_git_ignores_starts_for_real(
+    finished: Path, project: Path
+) -> None:
+    """README: `snakemake --cores 4 all --configfile results/<exp>/experiment.json --config
+    experiment=<exp>-rerun`. The record sits in results/, which git does not track: it is an
+    output whose every value is recorded, not an input to commit. Run for real (the start check
+    runs only outside dry runs) and stopped once the rerun's own record is written."""
+    tracked = ["git", "ls-files", "--error-unmatch", "results/example/experiment.json"]
+    assert subprocess.run(tracked, cwd=project, capture_output=True).returncode != 0
+    rerun = project / "results" / "example-rerun"
+    command = [
+        sys.executable, "-m", "snakemake", "--cores", "1", "all",
+        "--configfile", "results/example/experiment.json", "--config", "experiment=example-rerun",
+    ]  # fmt: skip
+    env = {**os.environ, "VERIHARNESS_CLAUDE": str(find_claude())}
+    with subprocess.Popen(
+        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as started:
+        deadline = time.monotonic() + 300
+        while started.poll() is None and not (rerun / "experiment.json").is_file():
+            assert time.monotonic() < deadline, "the rerun wrote no experiment.json in 300 s"
+            time.sleep(0.5)
+        if started.poll() is None:
+            started.send_signal(signal.SIGINT)
+        output, _ = started.communicate(timeout=300)
+    assert "refusing to start" not in output, output[-3000:]
+    record = json.loads((rerun / "experiment.json").read_text())
+    original = json.loads((finished / "experiment.json").read_text())
+    assert record["cells"] == original["cells"]  # the same runs, under the new name
+    assert record["provenance"]["uncommitted_changes"] is False
 
 
 def test_compare_null_plans_no_comparison(project: Path) -> None:

@@ -12,9 +12,18 @@ agent, and says which:
 - claude exited before its session started (no init event): the sandbox or the CLI itself did not
   start;
 - the `mllm` MCP server did not connect, so CallMLLM was not there;
+- the provider refused the session's credentials or model (HTTP 401, 403, 404): the experiment's
+  set-up, not anything the agent sent;
+- claude ended during the session without its closing result event (it crashed, or its output
+  stopped): the CLI failed, whatever the agent was doing;
 - the wall clock ran out while a request to the agent's model or a CallMLLM call had waited
   without any answer for at least `hung_upstream_s(limit)`: a provider hung and held the agent's
   time (P-31). One that had waited less, or an answer still arriving, leaves it `timeout`.
+
+`failed` is left for a session that ended in error on what the agent itself did: the provider
+rejected a request the agent built (HTTP 400 "prompt is too long", 413, an image it cannot take)
+or the result event reports an error of the session. It is an agent outcome, counted in the
+comparison (docs/metrics.md), never retried.
 
 The classification reads only the exit code, whether the wall clock ran out, the facts of the
 transcript summary, the tail of Claude Code's stderr and what was still waiting at the end (from
@@ -33,6 +42,7 @@ __all__ = ["Status", "Waiting", "classify", "hung_upstream_s"]
 
 
 _UPSTREAM_STATUSES = {429, 529} | set(range(500, 600))
+_SETUP_REFUSALS = {401, 403, 404}  # credentials, access, model name: the experiment's set-up
 _UNREACHABLE_HINTS = ("connection error", "econnrefused", "econnreset", "fetch failed", "timed out")
 _HUNG_SECONDS = 60.0
 _HUNG_SHARE = 0.25
@@ -101,6 +111,11 @@ def classify(
             f"the model provider answered HTTP {api_status} after Claude Code's own retries: "
             f"{result[:300]}"
         )
+    if api_status is not None and api_status in _SETUP_REFUSALS:
+        return "infra_error", (
+            f"the model provider refused the session's credentials or model (HTTP {api_status}): "
+            f"{result[:300]}"
+        )
     is_error = bool(ended and ended.is_error)
     if is_error and result.startswith("API Error"):
         if api_status is None and any(h in result.lower() for h in _UNREACHABLE_HINTS):
@@ -117,6 +132,12 @@ def classify(
         )
     if ended is not None and ended.result_subtype == "error_max_turns":
         return "max_turns", None
-    if exit_code != 0 or is_error or ended is None:
+    if ended is None:
+        tail = stderr_tail.strip()[-400:]
+        return "infra_error", (
+            f"claude ended with code {exit_code} during the session without its result event "
+            f"(the CLI failed): {tail or 'no stderr'}"
+        )
+    if exit_code != 0 or is_error:
         return "failed", (result[:300] or None) if is_error else None
     return "ok", None

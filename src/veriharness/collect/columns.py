@@ -296,6 +296,14 @@ class RunFields(TypedDict, total=False):
     render_status: Annotated[
         str | None, Col("render/render.json:status", "status written by render")
     ]
+    render_failed_step: Annotated[
+        str | None,
+        Col(
+            "render/render.json:failed_step",
+            "the render step that failed (load, capture, dom, full_capture, memory: the page's "
+            "doing; browser, internal: the renderer's)",
+        ),
+    ]
     metrics_status: Annotated[str | None, Col("metrics.json:status", "status written by score")]
     scorer_version: Annotated[
         str | None, Col("metrics.json:scorer_version", "scorer that wrote metrics.json")

@@ -1,38 +1,32 @@
-"""`veriharness compare`: what each treatment condition changed relative to its baseline.
+"""`veriharness compare`: did a treatment condition change the result, relative to its baseline?
 
 Design notes:
 
-- Only runs that belong to the experiment are compared. Left out, each with its reason (listed
-  in comparison.md and counted in comparison.csv's attributes): a run outside the experiment's
-  matrix (a folder left from an earlier configuration), a run whose identity hash differs from
-  the one experiment.json gives its cell (a run of an older definition that was not redone), and
-  a run whose status is `failed` (the session itself broke: the CLI crashed, or CallMLLM was not
-  connected), `infra_error` (the infrastructure failed the session: provider unreachable, sandbox
-  or model server down) or `render_failed` / `score_failed` / `collect_failed` (the answer could
-  not be measured). Sessions that hit their turn or time limit stay in: those are outcomes of
-  the condition. Each condition's count of runs per status is reported beside the comparison:
-  an infrastructure-error rate that differs between conditions is itself a confound.
+- Intention to treat (`populations`): every run assigned to either condition counts, with a
+  stated value when it left no scored answer (the measure's floor); only runs that failed for
+  reasons not of the agent's doing are excluded, each listed with its reason and counted per
+  condition. The per-protocol analysis (runs with a scored answer) is computed beside it as a
+  sensitivity analysis. Each condition's count of runs per status is reported too: an
+  infrastructure-error rate that differs between conditions is itself a confound.
+- Declared outcomes (`experiment.analysis`, recorded in experiment.json before any session): the
+  primary family, Holm-corrected on its own, carries the verdict; the secondary family has its
+  own correction; process measures (cost, turns, CallMLLM calls, tokens, time) get intervals but
+  no p-value, since the treatment changes them by construction. Audit flag rates are compared in
+  a family of their own.
 - Several (baseline, treatment) pairs may be compared at once; each is computed on its own and
-  gets its own table section. `compare_pairs` runs them, `comparisons_table` stacks them for
-  comparison.csv with `baseline` and `treatment` columns.
-- The unit of a pair is the task: each side's value is the mean over that task's replicates that
-  have a value, so replicates never count as independent tasks. The measures are every
-  ``metric_*`` column of the runs table plus cost, agent turns and CallMLLM calls; for each, the
-  difference is treatment minus baseline. `n_runs_b`/`n_runs_t` count the runs behind the means.
-- A task where either side has no value (failed runs without metrics, an unreadable outcome) is
-  excluded from that measure and counted in `n_excluded`; tasks without a partner are counted too.
-  Nothing is imputed.
+  gets its own section. `comparisons_table` stacks them for comparison.csv.
+- The unit of a pair is the task: each side's value is the mean over that task's counted
+  replicates, so replicates never count as independent tasks. `n_runs_b`/`n_runs_t` count the
+  runs behind the means and `n_floor_b`/`n_floor_t` those valued at the floor. A task with a side
+  but no value (a measure the scorer could not compute for it) is counted in `n_excluded`.
 - The 95% interval of the mean difference is a percentile bootstrap over tasks: `resamples`
-  resamples (default 10,000) drawn with numpy's default generator seeded by `seed`. The same seed
-  gives the same interval. With one task the interval collapses to that task's difference.
+  resamples drawn with numpy's default generator seeded by `seed`.
 - `p_value` is a two-sided sign-flip permutation test of the mean difference (exact over all
-  2^n sign patterns up to `_EXACT_UP_TO` tasks, else `resamples` random patterns from the same
-  seed, with the +1 correction); `p_holm` is Holm's step-down adjustment across the measures of
-  one pair. docs/metrics.md says why this test.
-- Wins/ties/losses use the measure's known direction (higher is better for similarity scores,
-  lower for error, cost and turns). A measure whose direction is not known (CallMLLM calls, or a
-  metric this module has not heard of) gets only the neutral counts `treatment_higher`, `ties`,
-  `treatment_lower`, and empty wins/losses rather than a guess.
+  2^n sign patterns up to `_EXACT_UP_TO` tasks, else `resamples` random patterns with the +1
+  correction). With n tasks no p can be below 2/2^n; the design limits of each family are
+  stated beside the verdict (`experiment.analysis.design_limits`).
+- Wins/ties/losses use the measure's known direction; a measure without one gets only the
+  neutral counts.
 """
 
 from __future__ import annotations
@@ -46,17 +40,20 @@ import pandas as pd
 
 from veriharness._util import atomic
 from veriharness.collect.caveats import caveat_lines, run_caveats
+from veriharness.collect.populations import PopulationError, populations
+from veriharness.experiment.analysis import (
+    AUDIT_FLAGS,
+    FIDELITY_MEASURES,
+    PROCESS_MEASURES,
+    AnalysisSettings,
+    design_limits,
+)
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 
 __all__ = [
     "DEFAULT_RESAMPLES",
-    "HIGHER_IS_BETTER",
-    "LOWER_IS_BETTER",
     "ComparisonError",
-    "measures",
-    "eligible_runs",
     "status_counts",
-    "task_means",
     "bootstrap_ci",
     "sign_flip_p",
     "holm",
@@ -66,88 +63,21 @@ __all__ = [
     "comparison_markdown",
     "comparison_summary",
     "comparisons_markdown",
-    "recorded_cells",
+    "verdict",
+    "recorded_analysis",
+    "task_differences",
     "write_comparison",
 ]
 
 DEFAULT_RESAMPLES = 10_000
-HIGHER_IS_BETTER = frozenset(
-    {
-        "metric_ssim",
-        "metric_ocr_word_precision",
-        "metric_ocr_word_recall",
-        "metric_ocr_word_f1",
-        "metric_block_match",
-        "metric_text_similarity",
-        "metric_position",
-        "metric_color",
-    }
-)
-LOWER_IS_BETTER = frozenset({"metric_mae", "cost_usd", "turns"})
-_KEYS = ["task", "replicate"]
-# Runs that measure no outcome of their condition: the session or a later stage broke.
-_LEFT_OUT_STATUSES = ("failed", "infra_error", "render_failed", "score_failed", "collect_failed")
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
 _EXACT_UP_TO = 16  # tasks; 2^16 sign patterns are cheaper than 10,000 random ones of 16
+# The families of a pair's table, in the order comparison.md shows them.
+FAMILIES = ("primary", "secondary", "audit", "process")
 
 
 class ComparisonError(ValueError):
     """The comparison cannot be made as asked (unknown condition, bad parameter)."""
-
-
-def measures(runs: pd.DataFrame) -> list[str]:
-    metrics = sorted(c for c in runs.columns if c.startswith("metric_"))
-    return metrics + [c for c in ("cost_usd", "turns", "mllm_calls") if c in runs.columns]
-
-
-def eligible_runs(
-    runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The runs a comparison may use, and the others with a `reason` column (see the module
-    notes). `cells` maps condition -> task -> identity hash, as experiment.json records it."""
-    # Checked from the least to the most basic reason; a later one replaces an earlier one.
-    reason = pd.Series(pd.NA, index=runs.index, dtype="object")
-    if "status" in runs:
-        detail = runs["reason"].fillna("") if "reason" in runs else ""
-        for status in _LEFT_OUT_STATUSES:
-            reason = reason.mask(runs["status"] == status, f"status {status}: " + detail)
-        budget = runs["stopped_by"] == "budget" if "stopped_by" in runs else runs["status"] == ""
-        reason = reason.mask(
-            runs["status"] == "budget_exhausted", "ended by the spending cap (budget_exhausted)"
-        )
-        reason = reason.mask(
-            (runs["status"] == "not_started") & budget.fillna(False).astype(bool),
-            "not started: the spending cap was reached",
-        )
-    if "superseded" in runs:
-        superseded = runs["superseded"].fillna(False).astype(bool)
-        reason = reason.mask(superseded, "superseded (moved aside when its run was redone)")
-    if cells is not None and "identity_hash" in runs:
-        expected = pd.Series(
-            [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],
-            index=runs.index,
-            dtype="object",
-        )
-        stale = runs["identity_hash"].notna() & expected.notna()
-        stale &= runs["identity_hash"] != expected
-        reason = reason.mask(
-            stale, "identity_hash differs from experiment.json (a run of an older definition)"
-        )
-    if "in_matrix" in runs:
-        outside = runs["in_matrix"].fillna(True) == False  # noqa: E712 - a nullable column
-        reason = reason.mask(outside, "not in the experiment's matrix")
-    left_out = runs.loc[reason.notna(), ["condition", *_KEYS]].assign(reason=reason.dropna())
-    return runs.loc[reason.isna()], left_out.reset_index(drop=True)
-
-
-def task_means(runs: pd.DataFrame, condition: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per task of `condition`: the mean of each measure over the replicates that have a value,
-    and how many runs have a value (both indexed by task)."""
-    cols = measures(runs)
-    values = runs.loc[runs["condition"] == condition, ["task", *cols]]
-    values = values.assign(**{c: pd.to_numeric(values[c], errors="coerce") for c in cols})
-    grouped = values.astype({c: float for c in cols}).groupby("task")
-    return grouped[cols].mean(), grouped[cols].count()
 
 
 def _check_conditions(runs: pd.DataFrame, baseline: str, treatment: str) -> None:
@@ -218,12 +148,100 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _direction(measure: str) -> str:
-    if measure in HIGHER_IS_BETTER:
-        return "higher"
-    if measure in LOWER_IS_BETTER:
-        return "lower"
-    return "unknown"
+def _measure_row(
+    measure: str,
+    better: str,
+    sides: tuple[pd.DataFrame, pd.DataFrame],
+    seed: int,
+    resamples: int,
+    test: bool,
+) -> dict[str, object]:
+    """One measure of one population: `sides` are the baseline's and the treatment's runs."""
+    (b, b_count, b_floor), (t, t_count, t_floor) = (_by_task(side, measure) for side in sides)
+    both = b.index.intersection(t.index)
+    b, t = b.loc[both], t.loc[both]
+    usable = b.notna() & t.notna()
+    diffs = (t - b)[usable].to_numpy(float)
+    low, high = bootstrap_ci(diffs, resamples, seed)
+    higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
+    keep = usable[usable].index
+    return {
+        "measure": measure,
+        "better": better,
+        "n_pairs": int(usable.sum()),
+        "n_excluded": int((~usable).sum()),
+        "n_runs_b": int(b_count.loc[keep].sum()),
+        "n_runs_t": int(t_count.loc[keep].sum()),
+        "n_floor_b": int(b_floor.loc[keep].sum()),
+        "n_floor_t": int(t_floor.loc[keep].sum()),
+        "baseline_mean": float(b[usable].mean()) if usable.any() else np.nan,
+        "treatment_mean": float(t[usable].mean()) if usable.any() else np.nan,
+        "mean_diff": float(diffs.mean()) if len(diffs) else np.nan,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": sign_flip_p(diffs, resamples, seed) if test else np.nan,
+        "wins": {"higher": higher, "lower": lower}.get(better),
+        "ties": int((diffs == 0).sum()),
+        "losses": {"higher": lower, "lower": higher}.get(better),
+        "treatment_higher": higher,
+        "treatment_lower": lower,
+    }
+
+
+def _by_task(runs: pd.DataFrame, measure: str) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Per task: the mean of `measure` over the runs that have a value, how many have one, and
+    how many of those were valued at the floor."""
+    values = pd.to_numeric(runs[measure], errors="coerce").astype(float)
+    floor = (
+        runs["valued_as"].ne("scored")
+        if "valued_as" in runs
+        else pd.Series(False, index=runs.index)
+    )
+    frame = pd.DataFrame({"task": runs["task"], "v": values, "f": floor & values.notna()})
+    grouped = frame.groupby("task")
+    return grouped["v"].mean(), grouped["v"].count(), grouped["f"].sum()
+
+
+def _family_measures(settings: AnalysisSettings, runs: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(family, measure, better) for every measure the pair reports. A declared outcome the runs
+    table lacks is refused; the default secondary family is every other metric it has."""
+    declared = [*settings.primary, *(settings.secondary or ())]
+    missing = [m for m in declared if m not in runs]
+    if missing:
+        raise ComparisonError(
+            f"the runs table has no column for declared outcome(s) {missing} (analysis.primary / "
+            "analysis.secondary in experiment.json)"
+        )
+    secondary = [m for m in settings.secondary_measures if m in runs]
+    out: list[tuple[str, str, str]] = [
+        ("primary", m, FIDELITY_MEASURES[m].better) for m in settings.primary
+    ]
+    out += [("secondary", m, FIDELITY_MEASURES[m].better) for m in secondary]
+    out += [("audit", f"audit_{f}", "lower") for f in AUDIT_FLAGS if f"audit_{f}" in runs]
+    out += [("process", m, better) for m, better in PROCESS_MEASURES.items() if m in runs]
+    return out
+
+
+def _population_rows(
+    runs: pd.DataFrame,
+    population: str,
+    conditions: tuple[str, str],
+    measures: list[tuple[str, str, str]],
+    seed: int,
+    resamples: int,
+) -> list[dict[str, object]]:
+    sides = tuple(
+        runs[runs["condition"] == c].astype({m: "float" for _, m, _ in measures})
+        for c in conditions
+    )
+    return [
+        {
+            "population": population,
+            "family": family,
+            **_measure_row(measure, better, sides, seed, resamples, family != "process"),
+        }
+        for family, measure, better in measures
+    ]
 
 
 def compare_conditions(
@@ -233,47 +251,97 @@ def compare_conditions(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     cells: dict[str, dict[str, str]] | None = None,
+    settings: AnalysisSettings | None = None,
 ) -> pd.DataFrame:
-    """One row per measure: paired mean difference over tasks, bootstrap CI, p-values, counts.
-    Runs that do not belong to the experiment are left out first (`eligible_runs`); they are
-    listed in `attrs["left_out"]`."""
+    """One row per population (ITT, per-protocol) and measure: paired mean difference over tasks,
+    bootstrap CI, p-values (Holm within each family of each population), counts. The excluded
+    runs, the design limits and the verdict are in `attrs`."""
+    settings = settings or AnalysisSettings()
     if resamples < 1:
         raise ComparisonError(f"--resamples must be at least 1, got {resamples}")
     _check_conditions(runs, baseline, treatment)
-    statuses = status_counts(runs, [baseline, treatment])
-    compared = runs[runs["condition"].isin([baseline, treatment])]
-    caveats = run_caveats(compared)
-    runs, left_out = eligible_runs(runs, cells)
-    left_out = left_out[left_out["condition"].isin([baseline, treatment])]
-    base_means, base_counts = task_means(runs, baseline)
-    treat_means, treat_counts = task_means(runs, treatment)
-    both = base_means.index.intersection(treat_means.index).sort_values()
-    rows = [
-        _measure_row(
-            measure,
-            base_means.loc[both, measure],
-            treat_means.loc[both, measure],
-            (base_counts.loc[both, measure], treat_counts.loc[both, measure]),
-            seed,
-            resamples,
-        )
-        for measure in measures(runs)
-    ]
+    mine = runs[runs["condition"].isin([baseline, treatment])]
+    try:
+        pops = populations(mine, settings, cells)
+    except PopulationError as exc:
+        raise ComparisonError(str(exc)) from exc
+    measures = _family_measures(settings, mine)
+    # Audit rates and process measures describe every counted run; per-protocol is a
+    # sensitivity analysis of the outcomes only.
+    outcomes = [m for m in measures if m[0] in ("primary", "secondary")]
+    pair = (baseline, treatment)
+    rows = _population_rows(pops.itt, "itt", pair, measures, seed, resamples)
+    rows += _population_rows(pops.per_protocol, "per_protocol", pair, outcomes, seed, resamples)
     out = pd.DataFrame(rows)
     out[["wins", "losses"]] = out[["wins", "losses"]].astype("Int64")
-    out["p_holm"] = holm(out["p_value"].to_numpy(float)) if len(out) else []
+    out["p_holm"] = np.nan
+    for _, group in out[out["family"] != "process"].groupby(["population", "family"]):
+        out.loc[group.index, "p_holm"] = holm(group["p_value"].to_numpy(float))
+    tasks = _paired_tasks(pops.itt, baseline, treatment)
+    limits = [
+        design_limits(family, sum(m[0] == family for m in outcomes), tasks, settings.alpha)
+        for family in ("primary", "secondary")
+        if any(m[0] == family for m in outcomes)
+    ]
     out.attrs.update(
         baseline=baseline,
         treatment=treatment,
         seed=seed,
         resamples=resamples,
-        paired=int(len(both)),
-        only_baseline=int(len(base_means.index.difference(treat_means.index))),
-        only_treatment=int(len(treat_means.index.difference(base_means.index))),
-        left_out=left_out.to_dict("records"),
-        status_counts=statuses,
-        **caveats,
+        alpha=settings.alpha,
+        primary=list(settings.primary),
+        floor_flags=list(settings.floor_flags),
+        paired=tasks,
+        runs_counted={c: int((pops.itt["condition"] == c).sum()) for c in (baseline, treatment)},
+        runs_per_protocol={
+            c: int((pops.per_protocol["condition"] == c).sum()) for c in (baseline, treatment)
+        },
+        left_out=pops.excluded.to_dict("records"),
+        excluded_counts=_excluded_counts(pops.excluded, (baseline, treatment)),
+        status_counts=status_counts(runs, [baseline, treatment]),
+        design=[lim._asdict() for lim in limits],
+        **run_caveats(mine),
     )
+    out.attrs["verdict"] = verdict(out)
+    return out
+
+
+def task_differences(
+    runs: pd.DataFrame,
+    baseline: str,
+    treatment: str,
+    measure: str,
+    settings: AnalysisSettings,
+    cells: dict[str, dict[str, str]] | None = None,
+) -> np.ndarray:
+    """The paired task differences (treatment minus baseline) of `measure` in the ITT
+    population, as the comparison computes them."""
+    _check_conditions(runs, baseline, treatment)
+    itt = populations(runs[runs["condition"].isin([baseline, treatment])], settings, cells).itt
+    if measure not in itt:
+        raise ComparisonError(f"the runs table has no column {measure!r}")
+    b, _, _ = _by_task(itt[itt["condition"] == baseline], measure)
+    t, _, _ = _by_task(itt[itt["condition"] == treatment], measure)
+    both = b.index.intersection(t.index)
+    diffs = (t.loc[both] - b.loc[both]).dropna()
+    return np.asarray(diffs.to_numpy(float))
+
+
+def _paired_tasks(itt: pd.DataFrame, baseline: str, treatment: str) -> int:
+    b = set(itt.loc[itt["condition"] == baseline, "task"])
+    t = set(itt.loc[itt["condition"] == treatment, "task"])
+    return len(b & t)
+
+
+def _excluded_counts(
+    excluded: pd.DataFrame, conditions: tuple[str, str]
+) -> dict[str, dict[str, int]]:
+    """Condition -> the first clause of the exclusion reason -> runs."""
+    out: dict[str, dict[str, int]] = {c: {} for c in conditions}
+    for row in excluded.itertuples():
+        cause = str(row.reason).split(";")[0].split(":")[0]
+        per = out.setdefault(str(row.condition), {})
+        per[cause] = per.get(cause, 0) + 1
     return out
 
 
@@ -289,38 +357,43 @@ def status_counts(runs: pd.DataFrame, conditions: list[str]) -> dict[str, dict[s
     return result
 
 
-def _measure_row(
-    measure: str,
-    b: pd.Series,
-    t: pd.Series,
-    counts: tuple[pd.Series, pd.Series],
-    seed: int,
-    resamples: int,
-) -> dict[str, object]:
-    usable = b.notna() & t.notna()
-    diffs = (t - b)[usable].to_numpy()
-    low, high = bootstrap_ci(diffs, resamples, seed)
-    higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
-    direction = _direction(measure)
-    return {
-        "measure": measure,
-        "better": direction,
-        "n_pairs": int(usable.sum()),
-        "n_excluded": int((~usable).sum()),
-        "n_runs_b": int(counts[0][usable].sum()),
-        "n_runs_t": int(counts[1][usable].sum()),
-        "baseline_mean": float(b[usable].mean()) if usable.any() else np.nan,
-        "treatment_mean": float(t[usable].mean()) if usable.any() else np.nan,
-        "mean_diff": float(diffs.mean()) if len(diffs) else np.nan,
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": sign_flip_p(diffs, resamples, seed),
-        "wins": {"higher": higher, "lower": lower}.get(direction),
-        "ties": int((diffs == 0).sum()),
-        "losses": {"higher": lower, "lower": higher}.get(direction),
-        "treatment_higher": higher,
-        "treatment_lower": lower,
-    }
+def verdict(table: pd.DataFrame) -> list[str]:
+    """One plain sentence per primary outcome (ITT, per-protocol beside it), then one per family
+    whose design cannot reach alpha."""
+    a = table.attrs
+    alpha = a["alpha"]
+    lines = []
+    primary = table[table["family"] == "primary"].set_index(["population", "measure"])
+    for measure in a["primary"]:
+        itt, pp = primary.loc[("itt", measure)], primary.loc[("per_protocol", measure)]
+        shown = bool(itt.p_holm <= alpha) if not pd.isna(itt.p_holm) else False
+        direction = "higher" if itt.mean_diff > 0 else "lower"
+        head = (
+            f"`{a['treatment']}` {'changed' if shown else 'did not detectably change'} {measure} "
+            f"relative to `{a['baseline']}`"
+        )
+        facts = (
+            f"ITT difference {_fmt(itt.mean_diff)} [95% CI {_fmt(itt.ci_low)}, "
+            f"{_fmt(itt.ci_high)}], p(Holm) {_fmt_p(itt.p_holm)} over {itt.n_pairs} tasks"
+        )
+        if shown:
+            head += f" ({direction}: {facts}, at alpha {alpha:g})"
+        else:
+            head += f" at alpha {alpha:g} ({facts}); this is not evidence of no effect"
+        sens = (
+            f"per-protocol {_fmt(pp.mean_diff)} [{_fmt(pp.ci_low)}, {_fmt(pp.ci_high)}], "
+            f"p(Holm) {_fmt_p(pp.p_holm)} over {pp.n_pairs} tasks"
+        )
+        lines.append(f"{head}. Sensitivity: {sens}.")
+    for lim in a["design"]:
+        if not lim["reachable"]:
+            lines.append(
+                f"This design cannot reach alpha {alpha:g} in the {lim['family']} family: with "
+                f"{lim['tasks']} paired tasks the smallest possible p is {lim['smallest_p']:.4g}, "
+                f"so with {lim['outcomes']} outcome(s) the smallest p(Holm) is "
+                f"{lim['smallest_p_holm']:.4g}; at least {lim['tasks_needed']} tasks are needed."
+            )
+    return lines
 
 
 def compare_pairs(
@@ -329,6 +402,7 @@ def compare_pairs(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     cells: dict[str, dict[str, str]] | None = None,
+    settings: AnalysisSettings | None = None,
 ) -> list[pd.DataFrame]:
     """`compare_conditions` for each (baseline, treatment) pair, in the order given."""
     if not pairs:
@@ -336,7 +410,7 @@ def compare_pairs(
     repeated = sorted({p for p in pairs if pairs.count(p) > 1})
     if repeated:
         raise ComparisonError(f"pairs listed more than once: {repeated}")
-    return [compare_conditions(runs, b, t, seed, resamples, cells) for b, t in pairs]
+    return [compare_conditions(runs, b, t, seed, resamples, cells, settings) for b, t in pairs]
 
 
 def comparisons_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -349,6 +423,12 @@ def comparisons_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 _PAIR_COLUMNS = ("baseline", "treatment")
+_FAMILY_TITLES = {
+    "primary": "Primary outcome(s): Holm over this family",
+    "secondary": "Secondary outcomes: Holm over this family",
+    "audit": "Audit flag rates (share of runs flagged): Holm over this family",
+    "process": "What the agent did (descriptive: intervals, no test)",
+}
 
 
 def _fmt(value: object) -> str:
@@ -359,50 +439,69 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
-    """One pair's section; `level` is its heading's depth (2 inside a document of several)."""
-    a = table.attrs
-    head = "#" * level
+def _measure_lines(table: pd.DataFrame, family: str) -> list[str]:
+    rows = table[table["family"] == family]
     lines = [
-        f"{head} {a['treatment']} vs {a['baseline']}",
-        "",
-        *[f"> **{line}**\n" for line in caveat_lines(a)],
-        f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task (each "
-        f"side the mean over the task's replicates): {a['paired']} tasks; {a['only_baseline']} "
-        f"baseline and {a['only_treatment']} treatment tasks have no partner. 95% percentile "
-        f"bootstrap intervals from {a['resamples']} resamples (seed {a['seed']}); `p` is a "
-        "two-sided sign-flip permutation test, `p (Holm)` adjusted across this pair's measures. "
-        "A task missing a value is left out of that measure (`excl.`). Wins count tasks where "
-        "the treatment is better in the measure's direction; `?` marks a measure without a "
-        "known direction.",
-        "",
-        "| measure | better | n | excl. | baseline | treatment | diff | 95% CI | p | p (Holm) "
-        "| W/T/L |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| measure | population | n | excl. | floor b/t | baseline | treatment | diff | 95% CI "
+        "| p | p (Holm) | W/T/L |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    left_out = a.get("left_out", [])
-    for r in table.itertuples():
+    for r in rows.itertuples():
         wtl = (
             f"{r.wins}/{r.ties}/{r.losses}"
             if r.better != "unknown"
             else f"? (higher {r.treatment_higher}, tie {r.ties}, lower {r.treatment_lower})"
         )
         lines.append(
-            f"| {r.measure} | {r.better} | {r.n_pairs} | {r.n_excluded} | "
-            f"{_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | {_fmt(r.mean_diff)} | "
-            f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {_fmt_p(r.p_value)} | "
+            f"| {r.measure} | {r.population} | {r.n_pairs} | {r.n_excluded} | "
+            f"{r.n_floor_b}/{r.n_floor_t} | {_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | "
+            f"{_fmt(r.mean_diff)} | [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {_fmt_p(r.p_value)} | "
             f"{_fmt_p(r.p_holm)} | {wtl} |"
         )
+    return lines
+
+
+def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
+    """One pair's section; `level` is its heading's depth (2 inside a document of several)."""
+    a = table.attrs
+    head = "#" * level
+    counted = a["runs_counted"]
+    lines = [
+        f"{head} {a['treatment']} vs {a['baseline']}",
+        "",
+        *[f"> **{line}**\n" for line in caveat_lines(a)],
+        f"{head}# Verdict",
+        "",
+        *[f"- {line}" for line in a["verdict"]],
+        "",
+        f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task (each side "
+        f"the mean over the task's runs): {a['paired']} tasks. Intention to treat (`itt`): every "
+        f"run of a condition counts ({counted[a['baseline']]} baseline, "
+        f"{counted[a['treatment']]} treatment runs), a run without a scored answer, or flagged "
+        f"for {', '.join(a['floor_flags']) or 'nothing'}, at the measure's floor (`floor b/t`); "
+        "per-protocol (`per_protocol`): only runs with a scored answer, a sensitivity analysis. "
+        f"95% percentile bootstrap intervals from {a['resamples']} resamples (seed {a['seed']}); "
+        "`p` is a two-sided sign-flip permutation test; `p (Holm)` is adjusted within its family "
+        "and population. docs/metrics.md gives the rules.",
+    ]
+    for family in FAMILIES:
+        if (table["family"] == family).any():
+            lines += ["", f"{head}# {_FAMILY_TITLES[family]}", "", *_measure_lines(table, family)]
     lines += _status_lines(a.get("status_counts", {}), head)
-    lines += ["", f"{head}# Runs left out: {len(left_out)}", ""]
+    left_out = a.get("left_out", [])
+    lines += ["", f"{head}# Runs excluded: {len(left_out)} (not the agent's doing)", ""]
     if left_out:
-        lines += ["| condition | task | replicate | reason |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| {x['condition']} | {x['task']} | {x['replicate']} | {x['reason']} |"
+            "| condition | task | replicate | status | reason |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {x['condition']} | {x['task']} | {x['replicate']} | {x.get('status')} "
+            f"| {x['reason']} |"
             for x in left_out
         ]
     else:
-        lines.append("None: every run of both conditions belongs to this experiment.")
+        lines.append("None: every run of both conditions counts.")
     return "\n".join(lines) + "\n"
 
 
@@ -426,8 +525,8 @@ def _status_lines(counts: dict[str, dict[str, int]], head: str = "#") -> list[st
 
 
 def comparison_summary(tables: list[pd.DataFrame]) -> str:
-    """comparison.json, for the report's first screen: each pair's counts, and the caveats and
-    runs left out over all pairs (each once)."""
+    """comparison.json, for the report's first screen: each pair's verdict, counts and design
+    limits, and the caveats and excluded runs over all pairs (each once)."""
     pairs = [dict(t.attrs) | {"caveats": caveat_lines(t.attrs)} for t in tables]
     caveats = list(dict.fromkeys(c for p in pairs for c in p["caveats"]))
     seen: dict[str, dict[str, Any]] = {}
@@ -455,17 +554,25 @@ def comparisons_markdown(tables: list[pd.DataFrame]) -> str:
     return head + "\n".join(comparison_markdown(t, level=2) for t in tables)
 
 
-def recorded_cells(path: Path) -> dict[str, dict[str, str]] | None:
-    """Condition -> task -> identity hash from experiment.json; None when there is none."""
+def recorded_analysis(path: Path) -> tuple[dict[str, dict[str, str]] | None, AnalysisSettings]:
+    """From experiment.json: condition -> task -> identity hash (None without a record), and the
+    analysis declared before the sessions ran (the defaults for a record made before the
+    `analysis` section existed; comparison.md then says so through its verdict's settings)."""
     if not path.is_file():
-        return None
+        return None, AnalysisSettings()
     try:
-        cells = read_record(path, EXPERIMENT_RECORD).get("cells")
+        record = read_record(path, EXPERIMENT_RECORD)
     except RecordError as exc:
-        raise ComparisonError(f"cannot read the experiment's cells: {exc}") from exc
+        raise ComparisonError(f"cannot read the experiment's record: {exc}") from exc
+    cells = record.get("cells")
     if not isinstance(cells, dict) or not all(isinstance(v, dict) for v in cells.values()):
         raise ComparisonError(f"{path}: field 'cells' must map condition -> task -> hash")
-    return cells
+    declared = (record.get("config") or {}).get("analysis")
+    try:
+        settings = AnalysisSettings.model_validate(declared or {})
+    except ValueError as exc:
+        raise ComparisonError(f"{path}: config.analysis: {exc}") from exc
+    return cells, settings
 
 
 def write_comparison(exp_dir: Path, tables: list[pd.DataFrame]) -> Path:

@@ -1,13 +1,22 @@
-"""The collect stage's verbs, `collect` and `compare`: their arguments, and the calls to the
-typed functions of `tables`, `matrix` and `compare`. Each verb imports its modules when it runs."""
+"""The collect stage's verbs, `collect`, `compare` and `power`: their arguments, and the calls to
+the typed functions of `tables`, `matrix`, `compare` and `power`. Each verb imports its modules
+when it runs."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-__all__ = ["add_collect_arguments", "add_compare_arguments", "run_collect", "run_compare"]
+__all__ = [
+    "add_collect_arguments",
+    "add_compare_arguments",
+    "add_power_arguments",
+    "run_collect",
+    "run_compare",
+    "run_power",
+]
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +140,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from veriharness.collect.compare import (
         ComparisonError,
         compare_pairs,
-        recorded_cells,
+        recorded_analysis,
         write_comparison,
     )
 
@@ -140,12 +149,9 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"compare: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
         return 2
     try:
+        cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
         tables = compare_pairs(
-            pd.read_parquet(runs_path),
-            _pairs(args),
-            args.seed,
-            args.resamples,
-            cells=recorded_cells(args.experiment_dir / "experiment.json"),
+            pd.read_parquet(runs_path), _pairs(args), args.seed, args.resamples, cells, settings
         )
     except ComparisonError as exc:
         print(f"compare: {exc}", file=sys.stderr)
@@ -154,7 +160,89 @@ def run_compare(args: argparse.Namespace) -> int:
     for table in tables:
         print(
             f"compare: {table.attrs['treatment']} vs {table.attrs['baseline']}: "
-            f"{len(table)} measures, {table.attrs['paired']} tasks paired, "
-            f"{len(table.attrs['left_out'])} runs left out -> {csv}"
+            f"{table.attrs['paired']} tasks paired, "
+            f"{len(table.attrs['left_out'])} runs excluded -> {csv}"
         )
+        for line in table.attrs["verdict"]:
+            print(f"  {line}")
+    return 0
+
+
+def add_power_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.collect.power import DEFAULT_SIMS
+
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="a finished pilot")
+    parser.add_argument("--baseline", required=True, help="baseline condition id")
+    parser.add_argument("--treatment", required=True, help="treatment condition id")
+    parser.add_argument(
+        "--effect",
+        type=float,
+        required=True,
+        help="the difference (treatment minus baseline, in the measure's units) to detect",
+    )
+    parser.add_argument("--measure", help="the outcome (default: the first declared primary)")
+    parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    parser.add_argument("--alpha", type=float, help="default: the pilot's declared alpha")
+    parser.add_argument("--sims", type=int, default=DEFAULT_SIMS, help="simulated studies per n")
+    parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    parser.add_argument("--max-tasks", type=int, default=2000, help="largest study considered")
+
+
+def run_power(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from veriharness.collect.compare import ComparisonError, recorded_analysis, task_differences
+    from veriharness.collect.power import (
+        PowerError,
+        check_power_arguments,
+        pilot_sampler,
+        required_tasks,
+    )
+
+    runs_path = args.experiment_dir / "tables" / "runs.parquet"
+    if not runs_path.is_file():
+        print(f"power: {runs_path} not found; run `veriharness collect` first", file=sys.stderr)
+        return 2
+    try:
+        check_power_arguments(args.power, args.alpha, args.effect, args.sims)
+        cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
+        measure = args.measure or settings.primary[0]
+        family = settings.primary if measure in settings.primary else settings.secondary_measures
+        alpha = args.alpha if args.alpha is not None else settings.alpha
+        diffs = task_differences(
+            pd.read_parquet(runs_path), args.baseline, args.treatment, measure, settings, cells
+        )
+        if len(diffs) < 2:
+            raise PowerError(f"the pilot has {len(diffs)} paired task(s) for {measure}; need 2+")
+        estimate = required_tasks(
+            pilot_sampler(diffs, args.effect),
+            alpha,
+            args.power,
+            max(len(family), 1),
+            args.sims,
+            args.seed,
+            args.max_tasks,
+        )
+    except (ComparisonError, PowerError) as exc:
+        print(f"power: {exc}", file=sys.stderr)
+        return 2
+    result = {
+        "measure": measure,
+        "pilot_tasks": int(len(diffs)),
+        "pilot_mean_difference": float(diffs.mean()),
+        "pilot_sd_difference": float(diffs.std(ddof=1)),
+        "effect": args.effect,
+        "alpha": alpha,
+        "family_size": max(len(family), 1),
+        **estimate._asdict(),
+        "target_power": args.power,
+    }
+    print(json.dumps(result))
+    if estimate.tasks is None:
+        print(
+            f"power: {args.max_tasks} tasks reach only power {estimate.power:.3f} for an effect "
+            f"of {args.effect:g} on {measure}",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -41,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from veriharness.experiment.analysis import AnalysisSettings
 from veriharness.experiment.json_schema import plain_schema
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
@@ -320,6 +321,10 @@ class ExperimentConfig(_Strict):
     """Sets of answers no session wrote, each scored as the condition external:<name> (one run
     per task, replicate 1) through the same render, audit and score stages. Analysis only; not
     hashed."""
+    analysis: AnalysisSettings = AnalysisSettings()
+    """The outcomes the comparison declares before any session runs: the primary family (the
+    verdict's, corrected on its own), the secondary family, the audit flags scored at the floor,
+    and alpha. Analysis only; not hashed."""
     annotation: AnnotationSettings = AnnotationSettings()
     """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
     ones). Analysis only; not hashed: a change reruns annotation, never a session."""

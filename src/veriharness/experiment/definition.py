@@ -126,7 +126,11 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
     # the workflow's merged config stands for the files it was merged from.
     wrapper = config_wrapper(config_file)
     if wrapper.get("kind") == EFFECTIVE_CONFIG:
-        candidates.extend(str(s) for s in wrapper.get("sources", []))
+        candidates.extend(
+            str(source)
+            for source in wrapper.get("sources", [])
+            if config_wrapper(root / str(source)).get("kind") != EXPERIMENT_RECORD
+        )
     elif config_file is not None and wrapper.get("kind") != EXPERIMENT_RECORD:
         candidates.append(str(config_file))
     return [str((root / item).resolve()) for item in candidates if (root / item).exists()]

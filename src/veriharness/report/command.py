@@ -84,26 +84,74 @@ def _comparison_summary(exp_dir: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _comparison_html(exp_dir: Path) -> str:
+def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
+    """The answer first: per compared pair, the verdict's sentences, then its primary outcome(s)
+    with the intention-to-treat and per-protocol figures side by side."""
     path = exp_dir / "comparison.csv"
-    if not path.is_file():
+    if not summary or not path.is_file():
         return "<p>No comparison (compare: null, or not written yet).</p>"
     table = pd.read_csv(path)
+    parts = []
+    for pair in summary.get("pairs", []):
+        baseline, treatment = pair.get("baseline"), pair.get("treatment")
+        mine = table[(table["baseline"] == baseline) & (table["treatment"] == treatment)]
+        primary = mine[mine["family"] == "primary"]
+        rows = [
+            [
+                r.measure,
+                r.population,
+                str(r.n_pairs),
+                f"{_number(r.baseline_mean)} / {_number(r.treatment_mean)}",
+                _number(r.mean_diff),
+                f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
+                _number(r.p_value),
+                _number(r.p_holm),
+                f"{r.n_floor_b}/{r.n_floor_t}",
+            ]
+            for r in primary.itertuples()
+        ]
+        counted = pair.get("runs_counted", {})
+        head = ["primary outcome", "analysis", "tasks", "baseline / treatment", "diff", "95% CI"]
+        sentences = "".join(f"<li>{esc(line)}</li>" for line in pair.get("verdict", []))
+        design = "; ".join(
+            f"{d['family']}: {d['outcomes']} outcome(s), smallest p(Holm) "
+            f"{_number(float(d['smallest_p_holm']))}"
+            for d in pair.get("design", [])
+        )
+        parts.append(
+            f"<h3>{esc(str(treatment))} vs {esc(str(baseline))}</h3><ul>{sentences}</ul>"
+            + _table(rows, [*head, "p", "p (Holm)", "at floor b/t"])
+            + f"<p>Runs counted: {esc(str(baseline))} {counted.get(baseline, '?')}, "
+            f"{esc(str(treatment))} {counted.get(treatment, '?')} (intention to treat: every run "
+            "of a condition counts, an unscored or rule-flagged answer at the measure's floor; "
+            "per-protocol: runs with a scored answer only). What this design can show at best, "
+            f"with {pair.get('paired', '?')} paired tasks: {esc(design)} (alpha "
+            f"{pair.get('alpha', '?')}).</p>"
+        )
+    return "".join(parts) + "<p>Every measure and family: <code>comparison.md</code>.</p>"
+
+
+def _flag_rates_html(exp_dir: Path) -> str:
+    path = exp_dir / "comparison.csv"
+    if not path.is_file():
+        return ""
+    table = pd.read_csv(path)
+    audit = table[table["family"] == "audit"]
     rows = [
         [
-            f"{r.treatment} vs {r.baseline}" if "baseline" in table else "",
-            r.measure,
-            r.better,
-            str(r.n_pairs),
+            f"{r.treatment} vs {r.baseline}",
+            str(r.measure).removeprefix("audit_"),
             _number(r.baseline_mean),
             _number(r.treatment_mean),
             _number(r.mean_diff),
-            f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
+            _number(r.p_holm),
         ]
-        for r in table.itertuples()
+        for r in audit.itertuples()
     ]
-    head = ["pair", "measure", "better", "tasks", "baseline", "treatment", "diff", "95% CI"]
-    return _table(rows, head) + "<p>Details: <code>comparison.md</code>.</p>"
+    if not rows:
+        return ""
+    head = ["pair", "audit flag", "baseline rate", "treatment rate", "diff", "p (Holm)"]
+    return "<h2>Audit flag rates</h2>" + _table(rows, head)
 
 
 def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
@@ -145,8 +193,10 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
             f"{money(ledger.total_usd if ledger else None)} of max_usd "
             f"{money(execution.get('max_usd'))}",
         ],
-        ["spend (Claude Code's own)", money(spend("claude_cost_usd"))],
     ]
+    if not run_caveats(current)["runs_offline"]:
+        # Offline runs: Claude Code prices a stand-in model with its own list; not a spend.
+        facts.append(["spend (Claude Code's own)", money(spend("claude_cost_usd"))])
     summary = _comparison_summary(exp_dir)
     left = [
         [str(x.get("condition")), str(x.get("task")), str(x.get("replicate")), str(x.get("reason"))]
@@ -159,13 +209,16 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     else:
         left_html = "<p>None: every run of both conditions counts.</p>"
     return (
-        f"{warnings}<h2>Comparison</h2>{_comparison_html(exp_dir)}"
+        f"{warnings}<h2>Verdict</h2>{_verdict_html(summary, exp_dir)}"
+        f"<h2>Runs excluded from the comparison: {len(left)} (not the agent's doing)</h2>"
+        f"{left_html}{_flag_rates_html(exp_dir)}"
         f"<h2>Experiment</h2>{_table(facts, ['', ''])}"
-        f"<h2>Runs left out of the comparison: {len(left)}</h2>{left_html}"
     )
 
 
 _COMPARISON_COLUMNS = (
+    ("family", "family"),
+    ("population", "analysis"),
     ("measure", "measure"),
     ("n_pairs", "tasks"),
     ("baseline_mean", "baseline"),
@@ -261,7 +314,8 @@ def _comparison_sections(exp_dir: Path, out: Path) -> str:
     for number, ((baseline, treatment), pair) in enumerate(
         table.groupby(["baseline", "treatment"], sort=False), start=1
     ):
-        plot = plot_comparison(pair, baseline, treatment, out / f"comparison_{number}.png")
+        itt = pair[(pair["population"] == "itt") & (pair["family"] != "audit")]
+        plot = plot_comparison(itt, baseline, treatment, out / f"comparison_{number}.png")
         head = "".join(f"<th>{esc(label)}</th>" for _, label in _COMPARISON_COLUMNS)
         body = "".join(
             "<tr>" + "".join(f"<td>{_cell(row[c])}</td>" for c, _ in _COMPARISON_COLUMNS) + "</tr>"
@@ -273,6 +327,24 @@ def _comparison_sections(exp_dir: Path, out: Path) -> str:
             f"<p>{esc(plot.with_suffix('.rst').read_text())}</p><img src='{esc(plot.name)}'>"
         )
     return "<h2>Comparisons</h2>" + "".join(sections)
+
+
+def _run_facts(row: Any, offline: bool) -> tuple[tuple[str, str], ...]:
+    """The runs table's view of one run for its page: status and reason, what it cost at our
+    prices (Claude Code's own price only for a real model), every metric and audit flag."""
+    values = row._asdict()
+    facts = [
+        ("status (tables)", str(values.get("status"))),
+        ("reason", str(values.get("reason") or "")),
+    ]
+    facts.append(("spend (our prices)", money(values.get("cost_usd"))))
+    if not offline:
+        facts.append(("spend (Claude Code's own)", money(values.get("claude_cost_usd"))))
+    for prefix in ("metric_", "audit_"):
+        facts += [
+            (name, _number(values[name])) for name in sorted(values) if name.startswith(prefix)
+        ]
+    return tuple(facts)
 
 
 def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = None) -> Path:
@@ -292,7 +364,11 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         if run_dir.is_dir():
             reference = tasks_dir / r.task / "reference.png"
             title = f"{r.condition} / {r.task} / r{r.replicate}"
-            pages.append(PageJob(run_dir, reference, out, rel, title))
+            flag = getattr(r, "offline", None)
+            offline = flag is not None and flag is not pd.NA and bool(flag)
+            pages.append(
+                PageJob(run_dir, reference, out, rel, title, _run_facts(r, offline), offline)
+            )
             link = f"<a href='{esc(rel)}/index.html'>page</a>"
         rows.append(
             f"<tr><td>{esc(r.condition)}</td><td>{esc(r.task)}</td>"
@@ -311,7 +387,7 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     index = out / "index.html"
     index.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
-        f"<style>{CSS} .caveat{{background:#fde2e1;padding:.5em;border:2px solid #b00}}</style>"
+        f"<style>{CSS}</style>"
         f"</head><body><h1>{esc(exp_dir.name)}</h1>{_overview_html(exp_dir, runs)}"
         f"<h2>Plots</h2>{images}{comparisons}<h2>Runs</h2>"
         "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"

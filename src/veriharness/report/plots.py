@@ -103,21 +103,28 @@ def plot_cost_vs_fidelity(runs: pd.DataFrame, path: Path) -> Path:
 
 
 def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> Path:
+    """Capability tags per started run of each condition, the agent's declared tags and the
+    annotator's inferred ones in panels of their own (they answer different questions)."""
     started = runs[~runs["status"].isin(["missing", "not_started"])]
     per_condition = started.groupby("condition").size()
-    counts = tags.groupby(["tag", "condition"]).size().unstack(fill_value=0)
-    counts = counts.reindex(columns=per_condition.index, fill_value=0)
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(counts) + 2), 3.4))
-    if counts.empty:
-        ax.text(0.5, 0.5, "no CallMLLM calls", ha="center", transform=ax.transAxes)
-    else:
-        (counts / per_condition).plot.bar(ax=ax)
-        ax.set_ylabel("declared per started run")
+    sources = ("declared", "inferred")
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.2 * tags["tag"].nunique() + 4), 3.4))
+    for ax, source in zip(axes, sources, strict=True):
+        mine = tags[tags["source"] == source] if "source" in tags else tags.iloc[0:0]
+        counts = mine.groupby(["tag", "condition"]).size().unstack(fill_value=0)
+        counts = counts.reindex(columns=per_condition.index, fill_value=0)
+        ax.set_title(f"{source} tags", fontsize=9)
+        if counts.empty:
+            ax.text(0.5, 0.5, f"no {source} tag", ha="center", transform=ax.transAxes)
+        else:
+            (counts / per_condition).plot.bar(ax=ax)
+            ax.set_ylabel(f"{source} per started run")
     return _save(
         fig,
         path,
-        "Capability tags declared on CallMLLM calls, per started run of each "
-        "condition (a call with two tags counts once for each).",
+        "Capability tags of CallMLLM calls per started run of each condition: left, the tags "
+        "the agent declared on its calls; right, the tags the annotator inferred (a call with two "
+        "tags counts once for each).",
     )
 
 
@@ -149,6 +156,7 @@ def plot_comparison(table: pd.DataFrame, baseline: str, treatment: str, path: Pa
         path,
         f"{treatment} minus {baseline}, paired by task (replicate means): the mean difference of "
         "each measure with its 95% bootstrap interval, each on its own scale; the grey line is "
-        "no difference. p(Holm) is the sign-flip permutation p-value adjusted across the "
-        "measures of this pair.",
+        "no difference. Intention to treat: every run counts, an unscored or rule-flagged answer "
+        "at the measure's floor. p(Holm) is the sign-flip permutation p-value adjusted within the "
+        "measure's family (primary, secondary); process measures are not tested.",
     )

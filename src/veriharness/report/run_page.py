@@ -65,6 +65,7 @@ CSS = (
     ".shot{position:relative;display:inline-block;max-width:100%}"
     ".shot img{display:block;border:0}"
     ".region{position:absolute;box-sizing:border-box;border:2px solid #f00}"
+    ".caveat{background:#fde2e1;padding:.5em;border:2px solid #b00}"
 )
 
 
@@ -295,6 +296,10 @@ class PageJob(NamedTuple):
     out: Path
     rel: str  # the page folder relative to `out`
     title: str
+    # What the runs table says of the run (status, reason, cost, metrics, audit flags), shown
+    # first; `offline` runs also get the stand-in caveat.
+    facts: tuple[tuple[str, str], ...] = ()
+    offline: bool = False
 
 
 def run_page(job: PageJob) -> Path:
@@ -326,9 +331,17 @@ def run_page(job: PageJob) -> Path:
         )
     answer = job.run_dir / "answer" / "answer.html"
     source = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
+    facts = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in job.facts)
     body = [
         f"<h1>{esc(job.title)}</h1>",
+        (
+            "<p class='caveat'><b>OFFLINE: this run used the embedded offline model, a scripted "
+            "stand-in; its numbers test the pipeline and are not a result of any model.</b></p>"
+            if job.offline
+            else ""
+        ),
         status,
+        f"<table>{facts}</table>" if facts else "",
         "<p>problems reading this run: " + esc("; ".join(errors)) + "</p>" if errors else "",
         "<h2>Reference and render</h2><div class='pair'>",
         _figure("reference", reference),

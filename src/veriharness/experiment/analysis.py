@@ -1,0 +1,179 @@
+"""What the comparison of conditions declares before any session runs, and what a design can show.
+
+The experiment's `analysis` section names the outcomes: the primary family (Holm's correction
+runs over it alone), the secondary family (its own correction), and the audit flags whose answers
+are scored at each measure's floor because the score would not measure the page (a pasted
+screenshot gains SSIM). Process measures (turns, CallMLLM calls, cost, tokens, time) describe what
+the agent did; they are reported with intervals and never enter a hypothesis family, since a
+verification policy changes them by construction.
+
+The section is analysis only: it is written into experiment.json at the start and is not part of
+any run's identity, so declaring outcomes never reruns a session.
+
+The design figures are those of the paired sign-flip test over tasks (docs/metrics.md): with n
+tasks the smallest two-sided p any result can have is 2/2^n, so a family of m outcomes needs
+m * 2/2^n <= alpha before anything can be significant. Replicates do not change this: the unit is
+the task.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "AnalysisSettings",
+    "DesignLimits",
+    "FIDELITY_MEASURES",
+    "Measure",
+    "PROCESS_MEASURES",
+    "RULE_FLAGS",
+    "AUDIT_FLAGS",
+    "design_limits",
+    "design_warnings",
+    "smallest_p",
+]
+
+
+class Measure(NamedTuple):
+    """A fidelity measure of the runs table: which direction is better, and the value an answer
+    that cannot be measured gets in the intention-to-treat analysis (the worst the measure can
+    be)."""
+
+    better: Literal["higher", "lower"]
+    floor: float
+
+
+# Every metric the scorer writes (score's METRIC_NAMES), as runs-table columns.
+FIDELITY_MEASURES: dict[str, Measure] = {
+    "metric_ssim": Measure("higher", 0.0),
+    "metric_mae": Measure("lower", 1.0),
+    "metric_ocr_word_precision": Measure("higher", 0.0),
+    "metric_ocr_word_recall": Measure("higher", 0.0),
+    "metric_ocr_word_f1": Measure("higher", 0.0),
+    "metric_block_match": Measure("higher", 0.0),
+    "metric_text_similarity": Measure("higher", 0.0),
+    "metric_position": Measure("higher", 0.0),
+    "metric_color": Measure("higher", 0.0),
+}
+# What the agent did, with the direction a reader would call better where there is one.
+PROCESS_MEASURES: dict[str, Literal["higher", "lower", "unknown"]] = {
+    "cost_usd": "lower",
+    "turns": "lower",
+    "mllm_calls": "unknown",
+    "input_tokens": "unknown",
+    "output_tokens": "unknown",
+    "wall_seconds": "unknown",
+}
+# The audit's flags (score's FLAGS), and those that break a rule of the task.
+AUDIT_FLAGS = (
+    "remote_dependencies",
+    "files_outside_assets",
+    "screenshot_substitution",
+    "text_in_images",
+    "absolute_pinning",
+    "low_text_volume",
+    "oversized_images",
+)
+RULE_FLAGS = (
+    "screenshot_substitution",
+    "text_in_images",
+    "remote_dependencies",
+    "absolute_pinning",
+)
+
+DEFAULT_PRIMARY = ("metric_ssim",)
+DEFAULT_ALPHA = 0.05
+
+
+class AnalysisSettings(BaseModel):
+    """The config's `analysis` section (analysis only; not hashed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    primary: tuple[str, ...] = Field(default=DEFAULT_PRIMARY, min_length=1)
+    """The primary outcome(s): runs-table metric columns (metric_<name>). Holm's correction runs
+    over these alone, and the verdict is theirs."""
+    secondary: tuple[str, ...] | None = None
+    """Secondary outcomes, corrected as a family of their own; null: every other metric."""
+    floor_flags: tuple[str, ...] = RULE_FLAGS
+    """Audit flags whose runs are scored at each measure's floor in both analyses (the score
+    would reward breaking the task's rules); [] scores them as measured."""
+    alpha: float = Field(default=DEFAULT_ALPHA, gt=0.0, lt=1.0)
+    """The family-wise error rate the verdict and the design check use."""
+
+    @field_validator("primary", "secondary")
+    @classmethod
+    def _known_measures(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for name in value or ():
+            if name not in FIDELITY_MEASURES:
+                raise ValueError(
+                    f"{name!r} is not a fidelity measure; choose from {sorted(FIDELITY_MEASURES)}"
+                )
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"lists a measure twice: {list(value)}")
+        return value
+
+    @field_validator("floor_flags")
+    @classmethod
+    def _known_flags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in AUDIT_FLAGS:
+                raise ValueError(f"{name!r} is not an audit flag; choose from {list(AUDIT_FLAGS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _families_apart(self) -> AnalysisSettings:
+        both = sorted(set(self.primary) & set(self.secondary or ()))
+        if both:
+            raise ValueError(f"analysis.secondary repeats primary outcome(s) {both}")
+        return self
+
+    @property
+    def secondary_measures(self) -> tuple[str, ...]:
+        if self.secondary is not None:
+            return self.secondary
+        return tuple(m for m in FIDELITY_MEASURES if m not in self.primary)
+
+
+def smallest_p(tasks: int) -> float:
+    """The smallest two-sided p the exact sign-flip test can give with `tasks` paired tasks."""
+    return 1.0 if tasks < 1 else min(1.0, 2.0 / 2.0**tasks)
+
+
+class DesignLimits(NamedTuple):
+    family: str
+    outcomes: int
+    tasks: int
+    smallest_p: float
+    smallest_p_holm: float
+    reachable: bool  # whether any result could have p(Holm) <= alpha
+    tasks_needed: int  # the fewest tasks with which it could
+
+
+def design_limits(family: str, outcomes: int, tasks: int, alpha: float) -> DesignLimits:
+    """What the design can show at best for a family of `outcomes` tested over `tasks` tasks."""
+    best = smallest_p(tasks)
+    best_holm = min(1.0, outcomes * best)
+    # m * 2^(1-n) <= alpha  <=>  n >= 1 + log2(m / alpha)
+    needed = max(1, math.ceil(1 + math.log2(max(outcomes, 1) / alpha) - 1e-12))
+    return DesignLimits(family, outcomes, tasks, best, best_holm, best_holm <= alpha, needed)
+
+
+def design_warnings(settings: AnalysisSettings, tasks: int) -> list[str]:
+    """One line per declared family that cannot reach alpha with `tasks` paired tasks."""
+    families = {"primary": len(settings.primary), "secondary": len(settings.secondary_measures)}
+    lines = []
+    for family, outcomes in families.items():
+        lim = design_limits(family, outcomes, tasks, settings.alpha)
+        if outcomes and not lim.reachable:
+            lines.append(
+                f"the {family} family ({outcomes} outcome(s)) cannot reach alpha "
+                f"{settings.alpha:g} with {tasks} task(s): the smallest possible p is "
+                f"{lim.smallest_p:.4g} and the smallest p(Holm) {lim.smallest_p_holm:.4g}; it "
+                f"needs at least {lim.tasks_needed} tasks (replicates do not help: the unit is the "
+                "task)"
+            )
+    return lines
