@@ -12,7 +12,7 @@ from scipy import stats
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
 from veriharness.collect import compare
-from veriharness.experiment.analysis import AnalysisSettings
+from veriharness.experiment.analysis import AUDIT_FLAGS, AnalysisSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def test_a_condition_whose_failures_were_dropped_would_look_better_and_itt_does_
 ):
     """Planted: the treatment's answers score higher when it gives one, but half its sessions
     fail (the agent's doing) and leave none. Dropping them would favour it; ITT must not."""
-    rows = []
+    rows: list[tuple[str, str, int, float | None, float]] = []
     for i in range(10):
         rows.append(("base", f"t{i}", 1, 0.60, 1.0))
         rows.append(("treat", f"t{i}", 1, 0.70 if i % 2 else None, 1.0))
@@ -157,7 +157,7 @@ def test_a_status_without_a_rule_is_refused_by_name() -> None:
 def test_a_flagged_answer_scores_the_floor_and_flag_rates_are_compared() -> None:
     runs = _runs([(c, f"t{i}", 1, 0.5 if c == "A" else 0.95, 1.0) for c in "AB" for i in range(4)])
     runs["metric_mae"] = 0.1
-    for flag in compare.AUDIT_FLAGS:
+    for flag in AUDIT_FLAGS:
         runs[f"audit_{flag}"] = False
     pasted = (runs.condition == "B") & runs.task.isin(["t0", "t1"])
     runs.loc[pasted, "audit_screenshot_substitution"] = True

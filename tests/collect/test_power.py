@@ -27,7 +27,7 @@ def _t_test_tasks(effect: float, sd: float, alpha: float = 0.05, target: float =
 
 def _planted(effect: float, sd: float, tasks: int, seed: int = 0) -> np.ndarray:
     z = np.random.default_rng(seed).normal(size=tasks)
-    return effect + sd * (z - z.mean()) / z.std(ddof=1)
+    return np.asarray(effect + sd * (z - z.mean()) / z.std(ddof=1))
 
 
 @pytest.mark.parametrize(("effect", "sd"), [(0.03, 0.06), (0.02, 0.05), (0.05, 0.05), (0.1, 0.08)])
