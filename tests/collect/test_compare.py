@@ -507,3 +507,30 @@ def test_the_compare_command_uses_the_outcomes_experiment_json_declared(tmp_path
         absent.returncode == 2
         and "no column for declared outcome(s) ['metric_color']" in absent.stderr
     )
+
+
+def test_through_collect_and_compare_a_condition_that_fails_more_cannot_look_better(
+    tmp_path: Path,
+) -> None:
+    """Run folders as the stages leave them: the treatment scores higher whenever it answers,
+    but four of its twelve sessions left no answer. Dropping those would call it better; the
+    intention-to-treat verdict does not, and the only exclusion is the run never started."""
+    missing = {("treat", f"task-{i:03d}", 1): "missing_answer" for i in (1, 4, 7, 10)}
+    exp = write_experiment(
+        tmp_path / "results",
+        tasks=12,
+        effects={"treat": 0.05},
+        faults={**missing, ("base", "task-002", 1): "not_started"},
+    )
+    assert _cmd("collect", "--experiment-dir", str(exp.exp_dir)).returncode == 0
+    done = _cmd("compare", "--experiment-dir", str(exp.exp_dir), "--pair", "base", "treat")
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(exp.exp_dir / "comparison.csv")
+    itt, pp = _row(table, "metric_ssim"), _row(table, "metric_ssim", "per_protocol")
+    # Dropped failures: seven better answers, significant on their own.
+    assert pp.mean_diff > 0.04 and pp.wins == pp.n_pairs == 7 and pp.p_holm < 0.05
+    assert itt.mean_diff < 0 and itt.n_floor_t == 4 and itt.n_pairs == 11 and itt.p_holm > 0.05
+    assert "`treat` did not detectably change metric_ssim" in done.stdout
+    md = (exp.exp_dir / "comparison.md").read_text()
+    assert "## Runs excluded: 1 (not the agent's doing)" in md
+    assert "| base | task-002 | 1 | not_started |" in md
