@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from support.project_copy import copy_project
-from test_spend_pipeline import TASKS, _config, _snakemake
+from test_spend_pipeline import run_capped
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.spend.prices import NO_USAGE
 
@@ -25,14 +24,7 @@ def test_a_cap_stops_the_matrix_when_the_provider_reports_no_usage(
 ) -> None:
     monkeypatch.setenv(FAULTS_ENV, json.dumps({"kind": "no_usage", "api": "all"}))
     # At $1000 per million tokens, one request's estimate (its max_tokens alone) is over $1.
-    files = {"config/capped.yaml": _config(1.0)}
-    (tmp_path / "project").mkdir()
-    project = copy_project(tmp_path / "project", TASKS, files, "capped experiment")
-    experiment = project / "results" / "capped"
-    done = _snakemake(project)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-
-    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+    _, experiment, runs = run_capped(tmp_path, 1.0)
     counts = runs["status"].value_counts().to_dict()
     assert counts == {"budget_exhausted": 1, "not_started": 3}, counts
     ledger = [
