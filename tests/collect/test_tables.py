@@ -546,3 +546,28 @@ def test_column_dtypes_follow_the_row_types() -> None:
     assert by_name["latency_ms"] == "Float64" and by_name["truncated"] == "boolean"
     assert by_name["tags"] == "list<string>"
     assert [c.name for c in RUNS[:4]] == ["experiment", "condition", "task", "replicate"]
+
+
+def test_an_estimated_run_cost_is_null_in_cost_usd_and_marked_never_summed_as_a_cost(
+    tmp_path: Path,
+) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=2, replicates=1, faults={})
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    outcome = json.loads((run_dir / "outcome.json").read_text())
+    spend = {"agent_usd": 0.4, "mllm_usd": 0.1, "total_usd": 0.5, "agent_source": "proxy"}
+    outcome["spend"] = spend | {"cost_estimated": True, "estimated_usd": 0.3}
+    (run_dir / "outcome.json").write_text(json.dumps(outcome))
+    request = {"kind": "agent_request", "method": "POST", "path": "/v1/messages", "time": "t",
+               "status": 200, "total_ms": 5.0, "request_bytes": 4000, "max_tokens": 512,
+               "cost_unpriced_reason": "the provider reported no usage"}  # fmt: skip
+    (run_dir / "agent_requests.jsonl").write_text(json.dumps(request) + "\n")
+    proc = _collect("--experiment-dir", str(exp.exp_dir))
+    assert proc.returncode == 0, proc.stderr
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet")
+    row = _row(runs, ("base", "task-000", 1))
+    assert pd.isna(row.cost_usd) and pd.isna(row.agent_cost_usd) and pd.isna(row.mllm_cost_usd)
+    assert row.cost_estimated and row.charged_usd == 0.5 and row.estimated_usd == 0.3
+    assert row.agent_requests_unpriced == 1
+    requests = pd.read_parquet(exp.exp_dir / "tables" / "agent_requests.parquet")
+    assert requests.cost_unpriced_reason.iloc[0] == "the provider reported no usage"
+    assert requests.max_tokens.iloc[0] == 512

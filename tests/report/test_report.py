@@ -317,3 +317,23 @@ def test_the_workflow_hands_the_report_its_tasks_folder(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--tasks-dir my-tasks" in proc.stdout
+
+
+def test_a_run_whose_cost_is_estimated_is_named_beside_the_spend_not_summed(tmp_path) -> None:
+    import json
+
+    exp = write_experiment(tmp_path / "results", tasks=2, faults={})
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    outcome = json.loads((run_dir / "outcome.json").read_text())
+    spend = {"agent_usd": 0.4, "mllm_usd": 0.1, "total_usd": 0.5, "agent_source": "proxy"}
+    outcome["spend"] = spend | {"cost_estimated": True, "estimated_usd": 0.3}
+    (run_dir / "outcome.json").write_text(json.dumps(outcome))
+    assert _cmd("collect", "--experiment-dir", exp.exp_dir).returncode == 0
+    out = exp.exp_dir / "report"
+    proc = _cmd(
+        "report", "--experiment-dir", exp.exp_dir, "--out", out, "--tasks-dir", exp.tasks_dir
+    )
+    assert proc.returncode == 0, proc.stderr
+    index = (out / "index.html").read_text()
+    assert "1 run(s) not in these sums: a reply reported no usage" in index
+    assert "the caps counted an estimate of $0.50" in index

@@ -41,19 +41,24 @@ def _snakemake(project: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_cap_stops_the_matrix_and_a_raised_cap_finishes_only_the_stopped_runs(
-    tmp_path: Path,
-) -> None:
-    # At this price an offline session costs $35-150, so a $150 cap lets the first session
-    # finish and stops the matrix before its end, whatever order Snakemake picks.
-    files = {"config/capped.yaml": _config(150.0)}
+def run_capped(tmp_path: Path, max_usd: float) -> tuple[Path, Path, pd.DataFrame]:
+    """The project, its experiment folder and the runs table after one workflow run capped at
+    `max_usd`."""
+    files = {"config/capped.yaml": _config(max_usd)}
     (tmp_path / "project").mkdir()
     project = copy_project(tmp_path / "project", TASKS, files, "capped experiment")
     experiment = project / "results" / "capped"
     first = _snakemake(project)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-6000:]
+    return project, experiment, pd.read_csv(experiment / "tables" / "runs.csv")
 
-    runs = pd.read_csv(experiment / "tables" / "runs.csv")
+
+def test_a_cap_stops_the_matrix_and_a_raised_cap_finishes_only_the_stopped_runs(
+    tmp_path: Path,
+) -> None:
+    # At this price an offline session costs $35-150, so a $150 cap lets the first session
+    # finish and stops the matrix before its end, whatever order Snakemake picks.
+    project, experiment, runs = run_capped(tmp_path, 150.0)
     assert len(runs) == 4  # one row per cell, stopped or not
     counts = runs["status"].value_counts().to_dict()
     assert set(counts) <= {"ok", "budget_exhausted", "not_started"}

@@ -18,7 +18,7 @@ from veriharness.runfolder.mllm_trace import CallCompleted, read_trace
 from veriharness.runfolder.outcome import Spend
 from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import cost_usd
+from veriharness.spend.prices import cost_usd, estimate_tokens
 
 __all__ = ["AgentCharges", "budget_admit", "each_record", "spend_settings", "trace_cost"]
 
@@ -39,15 +39,21 @@ def spend_settings(
     )
 
 
-def trace_cost(run_dir: Path) -> float | None:
-    """The sum of the run's CallMLLM call costs; None when a completed call has none."""
-    total = 0.0
+def trace_cost(run_dir: Path) -> tuple[float | None, float]:
+    """The sum of the run's CallMLLM call costs, and the part of it that is the caps' estimate
+    for calls whose reply reported no usage (P-36); None when a completed call has neither a
+    cost nor an estimate (its profile has no price)."""
+    total = estimated = 0.0
     for event in read_trace(run_dir, []) or []:
         if isinstance(event, CallCompleted):
-            if event.cost_usd is None:
-                return None
-            total += event.cost_usd
-    return total
+            if event.cost_usd is not None:
+                total += event.cost_usd
+            elif event.estimated_usd is not None:
+                total += event.estimated_usd
+                estimated += event.estimated_usd
+            else:
+                return None, estimated
+    return total, estimated
 
 
 def each_record(
@@ -93,6 +99,7 @@ class AgentCharges:
         self.agent_price = agent_price
         self.model_prices = model_prices
         self.total = 0.0
+        self.estimated = 0.0  # the part of `total` that estimates unpriced requests (P-36)
         self._lock = threading.Lock()
 
     def charge(self, request: AgentRequest) -> None:
@@ -105,16 +112,37 @@ class AgentCharges:
         # A request names its model; Claude Code may use another than the agent's for a side
         # task. Priced by that name when listed, else at the agent model's price.
         price = self.model_prices.get(request.model or "") or self.agent_price
-        if price is None or tokens == TokenCounts():
-            return  # unpriced, or nothing was used (refused, failed before an answer)
-        cost = cost_usd(price, tokens)
+        if price is None:
+            return  # no price for the model
         request_id = f"{request.time} {request.method} {request.path}"
-        self.gate.charge("agent", request.model or self.model, request_id, tokens, cost)
+        model = request.model or self.model
+        reason = request.cost_unpriced_reason
+        if reason is not None:
+            # Answered without usage: charged at the estimate, never at $0 (P-36).
+            tokens = estimate_tokens(request.request_bytes, request.max_tokens)
+            estimate = cost_usd(price, tokens)
+            self.gate.charge("agent", model, request_id, tokens, estimate, reason)
+            with self._lock:
+                self.total += estimate
+                self.estimated += estimate
+            return
+        if tokens == TokenCounts():
+            return  # nothing was used (refused, failed before an answer)
+        cost = cost_usd(price, tokens)
+        self.gate.charge("agent", model, request_id, tokens, cost)
         with self._lock:
             self.total += cost
 
     def spend(self, run_dir: Path) -> Spend:
         agent = self.total if self.agent_price is not None else None
-        mllm = trace_cost(run_dir)
+        mllm, mllm_estimated = trace_cost(run_dir)
         total = None if agent is None or mllm is None else agent + mllm
-        return Spend(agent_usd=agent, mllm_usd=mllm, total_usd=total, agent_source="proxy")
+        estimated = mllm_estimated + (self.estimated if agent is not None else 0.0)
+        return Spend(
+            agent_usd=agent,
+            mllm_usd=mllm,
+            total_usd=total,
+            agent_source="proxy",
+            cost_estimated=estimated > 0,
+            estimated_usd=estimated if estimated > 0 else None,
+        )

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
 from veriharness.runfolder.agent_requests import AgentRequest
+from veriharness.spend.prices import unpriced_reason
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -445,6 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
             record["time_to_first_byte_ms"] = _ms(began)
         record["response_bytes"] = sent
         _finish(record, sse, kept)
+        _mark_unpriced(record, body)
         if response.will_close:
             conn.close()
         else:
@@ -495,6 +497,28 @@ def _finish(record: dict[str, Any], sse: SseUsage | None, kept: bytearray) -> No
             record["error"] = _error_text(body) or f"HTTP {record['status']}"
     elif (record.get("status") or 0) >= 400 and not record.get("error"):
         record["error"] = f"HTTP {record['status']}"
+
+
+def _mark_unpriced(record: dict[str, Any], body: bytes) -> None:
+    """Name why a model answer has no cost when it reported no usage (P-36), with the request's
+    `max_tokens`, which the caps then count as its output (`agent/charges.py`). Only a complete
+    2xx answer to a messages request can be priced; anything else used nothing or says why."""
+    status = record.get("status") or 0
+    if record.get("method") != "POST" or not str(record.get("path", "")).endswith("/messages"):
+        return
+    if not 200 <= status < 300 or record.get("error"):
+        return
+    reason = unpriced_reason(record.get("input_tokens"), record.get("output_tokens"))
+    if reason is None:
+        return
+    record["cost_unpriced_reason"] = reason
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return
+    limit = value.get("max_tokens") if isinstance(value, dict) else None
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        record["max_tokens"] = limit
 
 
 def _model_of(body: bytes) -> str | None:

@@ -144,16 +144,37 @@ class RunFields(TypedDict, total=False):
     cost_usd: Annotated[
         float | None,
         Col(
-            "outcome.json:spend.total_usd",
+            "derived:cost_usd",
             "the run's cost at the experiment's prices: agent plus CallMLLM (null when a model is "
-            "unpriced)",
+            "unpriced, or when part of it is an estimate: see cost_estimated, P-36)",
         ),
     ]
     agent_cost_usd: Annotated[
-        float | None, Col("outcome.json:spend.agent_usd", "the agent's part of cost_usd")
+        float | None,
+        Col("derived:cost_usd", "the agent's part of cost_usd (null when cost_usd is)"),
     ]
     mllm_cost_usd: Annotated[
-        float | None, Col("outcome.json:spend.mllm_usd", "CallMLLM's part of cost_usd")
+        float | None, Col("derived:cost_usd", "CallMLLM's part of cost_usd (null when cost_usd is)")
+    ]
+    cost_estimated: Annotated[
+        bool | None,
+        Col(
+            "outcome.json:spend.cost_estimated",
+            "some request's reply reported no usage: the run's cost is unknown, and the caps "
+            "counted a conservative estimate for it (P-36)",
+        ),
+    ]
+    charged_usd: Annotated[
+        float | None,
+        Col(
+            "outcome.json:spend.total_usd",
+            "what the spending caps counted for the run: cost_usd, or with cost_estimated the "
+            "priced part plus the estimates (an overestimate, not a cost)",
+        ),
+    ]
+    estimated_usd: Annotated[
+        float | None,
+        Col("outcome.json:spend.estimated_usd", "the part of charged_usd that is an estimate"),
     ]
     claude_cost_usd: Annotated[
         float | None,
@@ -274,6 +295,14 @@ class RunFields(TypedDict, total=False):
     ]
     agent_request_seconds: Annotated[
         float, Col("derived:agent_requests", "sum of the requests' total_ms, in seconds")
+    ]
+    agent_requests_unpriced: Annotated[
+        int,
+        Col(
+            "derived:agent_requests",
+            "of those, answered requests whose reply reported no usage (their tokens are not "
+            "in the proxy_*_tokens sums; P-36)",
+        ),
     ]
     proxy_input_tokens: Annotated[
         int, Col("derived:agent_requests", "sum of requests' input_tokens")
@@ -400,7 +429,22 @@ class CallFields(TypedDict, total=False):
     ]
     latency_ms: Annotated[float | None, Col("mllm_trace:latency_ms", "latency of the end event")]
     cost_usd: Annotated[
-        float | None, Col("mllm_trace:cost_usd", "the call's cost at its profile's price")
+        float | None,
+        Col(
+            "mllm_trace:cost_usd",
+            "the call's cost at its profile's price (null: unpriced, see cost_unpriced_reason)",
+        ),
+    ]
+    cost_unpriced_reason: Annotated[
+        str | None,
+        Col(
+            "mllm_trace:cost_unpriced_reason",
+            "why a priced profile's call has no cost, e.g. the provider reported no usage",
+        ),
+    ]
+    estimated_usd: Annotated[
+        float | None,
+        Col("mllm_trace:estimated_usd", "what the caps counted for a call without usage (P-36)"),
     ]
     budget: Annotated[
         bool | None, Col("mllm_trace:budget", "a rejected call was refused by a spending cap")
@@ -476,6 +520,21 @@ class RequestFields(TypedDict, total=False):
             "agent_requests:error",
             "refused by the proxy, upstream error (type: message), connection failed, or stream "
             "cut",
+        ),
+    ]
+    cost_unpriced_reason: Annotated[
+        str | None,
+        Col(
+            "agent_requests:cost_unpriced_reason",
+            "why an answered request has no cost, e.g. the provider reported no usage (P-36)",
+        ),
+    ]
+    max_tokens: Annotated[
+        int | None,
+        Col(
+            "agent_requests:max_tokens",
+            "the request's max_tokens, recorded when its reply reported no usage (the caps "
+            "counted it as output tokens)",
         ),
     ]
 

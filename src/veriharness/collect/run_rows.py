@@ -135,6 +135,7 @@ def _request_sums(requests: list[RequestFields]) -> dict[str, object]:
         "agent_requests": len(requests),
         "agent_request_errors": sum(1 for r in requests if r.get("error")),
         "agent_request_seconds": round(sum(r.get("total_ms") or 0.0 for r in requests) / 1000, 3),
+        "agent_requests_unpriced": sum(1 for r in requests if r.get("cost_unpriced_reason")),
     }
     for total, name in AGENT_REQUEST_SUMS.items():
         sums[total] = sum(_column(r, name) or 0 for r in requests)
@@ -164,6 +165,27 @@ def _file_columns(docs: dict[str, Any], errors: list[str]) -> dict[str, object]:
             value = value.get(part) if isinstance(value, dict) else None
         values[col.name] = typed_value(value, col.dtype, f"{file} {path}", errors)
     return values
+
+
+def _cost_columns(row: RunRow, outcome: Any, errors: list[str]) -> dict[str, object]:
+    """`cost_usd` and its parts from the outcome's spend, null when part of it is the caps'
+    estimate of requests whose reply reported no usage (P-36): an estimate is not a cost, and
+    a sum that took it for one would enter the comparison as a measurement. `charged_usd`
+    keeps what the caps counted."""
+    spend = outcome.get("spend") if isinstance(outcome, dict) else None
+    if not isinstance(spend, dict):
+        return {}
+    if row.get("cost_estimated") is True:
+        return {"cost_usd": None, "agent_cost_usd": None, "mllm_cost_usd": None}
+    return {
+        "cost_usd": row.get("charged_usd"),  # no estimate in it: the cost
+        "agent_cost_usd": typed_value(
+            spend.get("agent_usd"), "Float64", "outcome.json spend.agent_usd", errors
+        ),
+        "mllm_cost_usd": typed_value(
+            spend.get("mllm_usd"), "Float64", "outcome.json spend.mllm_usd", errors
+        ),
+    }
 
 
 def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[int | None, str]:
@@ -290,6 +312,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     docs[OUTCOME_NAME] = outcome
     outcome_error = any(e.startswith("outcome.json:") and "absent" not in e for e in errors)
     _set_columns(row, _file_columns(docs, errors))
+    _set_columns(row, _cost_columns(row, docs.get(OUTCOME_NAME), errors))
     row["status"], row["reason"] = _status(run_dir, docs, outcome_error)
     row["answer_source"] = "external" if external else "session"
     record = docs.get("run.json") or {}

@@ -31,7 +31,7 @@ import json
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import httpx
@@ -91,6 +91,7 @@ class ModelReply:
     provider_model: str | None
     stop_reason: str | None = None  # as the provider says it (finish_reason / stop_reason)
     truncated: bool = False  # the provider stopped at the output token limit
+    request_bytes: int = 0  # the size of the request body sent (for the estimate of P-36)
 
 
 def contract_text(output: TextOutput | JsonOutput) -> str | None:
@@ -183,8 +184,9 @@ class Backend(ABC):
     def send(self, client: httpx.Client, request: ModelRequest) -> ModelReply:
         """Exactly one POST; every fault becomes a ``ProviderError``."""
         headers = {"content-type": "application/json", **self.headers()}
+        content = self.encode(request)
         try:
-            response = client.post(self.url, content=self.encode(request), headers=headers)
+            response = client.post(self.url, content=content, headers=headers)
         except httpx.TimeoutException as error:
             raise ProviderError(
                 "timeout",
@@ -204,7 +206,7 @@ class Backend(ABC):
                 self._scrub(f"the model provider answered HTTP {response.status_code}: {excerpt}"),
             )
         try:
-            return self.parse(response.json())
+            reply = self.parse(response.json())
         except (KeyError, IndexError, TypeError, ValueError) as error:
             excerpt = response.text[:_BODY_EXCERPT_CHARS]
             raise ProviderError(
@@ -214,6 +216,7 @@ class Backend(ABC):
                     f"({type(error).__name__}: {error}); body starts: {excerpt}"
                 ),
             ) from None
+        return replace(reply, request_bytes=len(content))
 
 
 def _usage(body: dict[str, Any], input_key: str, output_key: str) -> tuple[int | None, int | None]:

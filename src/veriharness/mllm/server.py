@@ -71,6 +71,7 @@ from veriharness.experiment.tool_contract import (
 )
 from veriharness.mllm import MLLM_HTTP_PATH
 from veriharness.mllm.backends import (
+    ModelReply,
     ModelRequest,
     PreparedText,
     ProviderError,
@@ -91,7 +92,7 @@ from veriharness.runfolder.mllm_trace import (
 )
 from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import BudgetExhausted, SpendGate, SpendSettings
-from veriharness.spend.prices import cost_usd
+from veriharness.spend.prices import cost_usd, estimate_tokens, unpriced_reason
 
 __all__ = [
     "MllmSpend",
@@ -205,7 +206,9 @@ class CallService:
                 f"model request failed ({error.error_type}): {error}; nothing was retried"
             ) from None
         latency = _ms(begun)
-        cost = self._charge(call_id, profile.name, reply)
+        cost, unpriced, estimated = self._charge(
+            call_id, profile.name, profile.provider.max_output_tokens, reply
+        )
         try:
             check = check_reply(request.output, reply.text)
         except Exception as error:  # the reply is paid for: it reaches the trace whatever happens
@@ -225,6 +228,8 @@ class CallService:
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,
                 cost_usd=cost,
+                cost_unpriced_reason=unpriced,
+                estimated_usd=estimated,
             )
         )
         cut = (
@@ -240,16 +245,28 @@ class CallService:
             f"{check.diagnostic}\nRaw reply:\n{reply.text}{cut}"
         )
 
-    def _charge(self, call_id: str, profile: str, reply: Any) -> float | None:
-        """The call's cost at its profile's price, charged to the ledger; None when unpriced."""
+    def _charge(
+        self, call_id: str, profile: str, max_output_tokens: int, reply: ModelReply
+    ) -> tuple[float | None, str | None, float | None]:
+        """The call's cost at its profile's price, charged to the ledger, with why it has none
+        and what the caps counted instead: (None, None, None) when the profile has no price;
+        (None, reason, estimate) when the reply reported no usage, charged at the estimate of
+        `estimate_tokens` (the profile's max_output_tokens out, request bytes / 4 in)."""
         price = self.spend.prices.get(profile)
         if price is None:
-            return None
+            return None, None, None
+        reason = unpriced_reason(reply.input_tokens, reply.output_tokens)
+        if reason is not None:
+            tokens = estimate_tokens(reply.request_bytes, max_output_tokens)
+            estimate = cost_usd(price, tokens)
+            if self.gate is not None:
+                self.gate.charge("mllm", profile, call_id, tokens, estimate, reason)
+            return None, reason, estimate
         tokens = TokenCounts.of(reply.input_tokens, reply.output_tokens)
         cost = cost_usd(price, tokens)
         if self.gate is not None:
             self.gate.charge("mllm", profile, call_id, tokens, cost)
-        return cost
+        return cost, None, None
 
     def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:
         with self._lock:

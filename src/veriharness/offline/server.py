@@ -13,7 +13,8 @@ for tests; the `serve-offline` verb runs it in the foreground until terminated.
 
 `Faults` make the server misbehave the way a real upstream does, for tests and benchmarks: refuse
 (reset the connection), answer an HTTP status (500, 529, 429 with `retry-after`), cut a streamed
-answer in the middle, or hang; and a latency before each answer. They apply to the first
+answer in the middle, or hang, or answer normally but without ``usage`` (`no_usage`, as a
+gateway that drops the token counts does); and a latency before each answer. They apply to the first
 `first` requests of the chosen API (all when `first` is null) and are read from the
 `VERIHARNESS_OFFLINE_FAULTS` environment variable (JSON) when the server is started without any,
 so a test can set them for a whole `run-agent` or Snakemake run.
@@ -65,7 +66,7 @@ class Faults(BaseModel):
     """How the offline server misbehaves (see the module notes)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["none", "refuse", "status", "cut", "hang"] = "none"
+    kind: Literal["none", "refuse", "status", "cut", "hang", "no_usage"] = "none"
     api: Literal["messages", "chat", "all"] = "messages"
     first: int | None = Field(default=None, ge=0)
     status: int = Field(default=500, ge=400, le=599)
@@ -157,6 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: OfflineServer
     protocol_version = "HTTP/1.1"
     _cut = False
+    _no_usage = False
 
     def setup(self) -> None:
         super().setup()
@@ -246,8 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
         if faults.latency_s and (api == "messages" or faults.api == "all"):
             time.sleep(faults.latency_s)
         kind = self.server.take_fault(api)
-        if kind is None or kind == "cut":
+        if kind is None or kind in ("cut", "no_usage"):
             self._cut = kind == "cut"
+            self._no_usage = kind == "no_usage"
             return False
         if kind == "refuse":
             # A reset, as from a host whose service is down.
@@ -296,7 +299,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "invalid_request_error", str(error))
             return
         streamed = body.get("stream") is True
-        payload = encode_sse(message) if streamed else json.dumps(message.to_json()).encode()
+        if streamed:
+            payload = encode_sse(message, usage=not self._no_usage)
+        else:
+            payload = json.dumps(_usage_dropped(message.to_json(), self._no_usage)).encode()
         kind = "text/event-stream; charset=utf-8" if streamed else "application/json"
         self._send(200, payload, kind)
 
@@ -312,7 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
         except VisionRequestError as error:
             self._error(400, "invalid_request_error", str(error))
             return
-        self._json(200, reply)
+        self._json(200, _usage_dropped(reply, self._no_usage))
+
+
+def _usage_dropped(reply: dict[str, Any], drop: bool) -> dict[str, Any]:
+    return {k: v for k, v in reply.items() if k != "usage"} if drop else reply
 
 
 @contextmanager

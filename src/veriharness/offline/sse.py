@@ -117,10 +117,21 @@ def sse_events(message: AssistantMessage) -> Iterator[tuple[str, dict[str, Any]]
     yield "message_stop", {"type": "message_stop"}
 
 
-def encode_sse(message: AssistantMessage) -> bytes:
-    """The whole SSE body of one streamed message."""
+def encode_sse(message: AssistantMessage, usage: bool = True) -> bytes:
+    """The whole SSE body of one streamed message; without `usage`, as a gateway that drops the
+    token counts sends it (no ``usage`` in any event)."""
+    events = list(sse_events(message))
+    if not usage:
+        events = [(name, _without_usage(data)) for name, data in events]
     parts = [
         f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-        for name, data in sse_events(message)
+        for name, data in events
     ]
     return "".join(parts).encode("utf-8")
+
+
+def _without_usage(data: dict[str, Any]) -> dict[str, Any]:
+    data = {k: v for k, v in data.items() if k != "usage"}
+    if isinstance(data.get("message"), dict):
+        data["message"] = {k: v for k, v in data["message"].items() if k != "usage"}
+    return data

@@ -173,6 +173,18 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     def spend(column: str) -> object:
         return current[column].sum(min_count=1) if column in current else None
 
+    estimated = (
+        current[current["cost_estimated"].fillna(False).astype(bool)]
+        if "cost_estimated" in current
+        else current.iloc[0:0]
+    )
+    unpriced = (
+        f"; {len(estimated)} run(s) not in these sums: a reply reported no usage, so their cost "
+        f"is unknown (the caps counted an estimate of {money(estimated['charged_usd'].sum())})"
+        if len(estimated)
+        else ""
+    )
+
     facts = [
         ["agent model", f"{agent.get('model', '?')} (endpoint {agent.get('endpoint', '?')})"],
         ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
@@ -191,7 +203,7 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
             f"{money(spend('cost_usd'))}: agent {money(spend('agent_cost_usd'))}, "
             f"CallMLLM {money(spend('mllm_cost_usd'))}; ledger "
             f"{money(ledger.total_usd if ledger else None)} of max_usd "
-            f"{money(execution.get('max_usd'))}",
+            f"{money(execution.get('max_usd'))}{unpriced}",
         ],
     ]
     if not run_caveats(current)["runs_offline"]:

@@ -153,7 +153,7 @@ def _spend_rate(experiment_dir: Path) -> float | None:
     hours = (
         datetime.fromisoformat(last.time) - datetime.fromisoformat(first.time)
     ).total_seconds() / 3600
-    spent = last.total_usd - first.total_usd + first.cost_usd
+    spent = last.total_usd - first.total_usd + first.charged_usd
     return spent / hours if hours > 0 else None
 
 

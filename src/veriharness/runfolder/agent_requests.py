@@ -34,6 +34,10 @@ class AgentRequest(BaseModel):
     response_bytes: int = 0
     error: str | None = None
     open_at_end: bool = False  # still open when the session ended; recorded by the proxy then
+    # An answered request whose reply reported no usage has no cost (P-36): the reason, and the
+    # request's own max_tokens, which the caps count as its output in a conservative estimate.
+    cost_unpriced_reason: str | None = None
+    max_tokens: int | None = None
 
 
 AGENT_REQUESTS = JsonLinesFile(NAME, AgentRequest)

@@ -101,7 +101,18 @@ class CallCompleted(_Model):
     stop_reason: str | None = None
     truncated: bool = False
     cost_usd: float | None = Field(
-        default=None, description="The call's cost at the profile's price; null when unpriced."
+        default=None,
+        description="The call's cost at the profile's price; null when unpriced (no price for "
+        "the profile, or the provider reported no usage: see cost_unpriced_reason).",
+    )
+    cost_unpriced_reason: str | None = Field(
+        default=None,
+        description="Why a priced profile's call has no cost, e.g. the provider reported no usage.",
+    )
+    estimated_usd: float | None = Field(
+        default=None,
+        description="What the spending caps counted for the call when its usage was not "
+        "reported (a conservative estimate, P-36); null otherwise.",
     )
 
 

@@ -64,6 +64,14 @@ class Spend(BaseModel):
     agent_usd: float | None = None
     mllm_usd: float | None = None
     total_usd: float | None = None
+    cost_estimated: bool = Field(
+        default=False,
+        description="part of the figures above is the caps' conservative estimate of requests "
+        "whose reply reported no usage, not their cost (P-36)",
+    )
+    estimated_usd: float | None = Field(
+        default=None, description="how much of total_usd is such an estimate"
+    )
     agent_source: Literal["session", "proxy"] | None = None
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "RunEntry",
     "Source",
     "TokenCounts",
+    "Unpriced",
     "read_budget_stop",
     "read_spend",
 ]
@@ -58,7 +59,31 @@ class TokenCounts(BaseModel):
         )
 
 
-class RunEntry(BaseModel):
+class Unpriced(BaseModel):
+    """The fields of a ledger line whose request could not be priced (P-36): its reply reported
+    no usage, so its cost is unknown (`cost_usd` null) and the caps count a conservative
+    estimate instead (`spend/prices.py: estimate_tokens`)."""
+
+    cost_usd: float | None = Field(
+        description="the request's cost at its price; null when the reply reported no usage"
+    )
+    cost_unpriced_reason: str | None = Field(
+        default=None, description="why `cost_usd` is null, e.g. the provider reported no usage"
+    )
+    estimated_tokens: TokenCounts | None = Field(
+        default=None, description="the tokens the caps counted in place of the unreported usage"
+    )
+    estimated_usd: float | None = Field(
+        default=None, description="what the caps counted for an unpriced request (in total_usd)"
+    )
+
+    @property
+    def charged_usd(self) -> float:
+        """What this line added to the running totals: its cost, or its estimate."""
+        return self.cost_usd if self.cost_usd is not None else (self.estimated_usd or 0.0)
+
+
+class RunEntry(Unpriced):
     """One line of a run's spend.jsonl."""
 
     model_config = ConfigDict(extra="forbid")
@@ -67,8 +92,9 @@ class RunEntry(BaseModel):
     model: str
     request_id: str
     tokens: TokenCounts
-    cost_usd: float
-    total_usd: float = Field(description="the run's total after this request")
+    total_usd: float = Field(
+        description="the run's total after this request, estimates of unpriced requests included"
+    )
 
 
 class BudgetStop(BaseModel):

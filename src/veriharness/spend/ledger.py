@@ -46,6 +46,7 @@ from veriharness.runfolder.spend import (
     RunEntry,
     Source,
     TokenCounts,
+    Unpriced,
 )
 from veriharness.runfolder.superseded import (
     forget_later_stages,
@@ -83,7 +84,7 @@ class BudgetExhausted(RuntimeError):
         self.stop = stop
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(Unpriced):
     """One line of the experiment's ledger."""
 
     model_config = ConfigDict(extra="forbid")
@@ -94,8 +95,10 @@ class LedgerEntry(BaseModel):
     model: str
     request_id: str
     tokens: TokenCounts
-    cost_usd: float
-    total_usd: float = Field(description="the experiment's total after this request")
+    total_usd: float = Field(
+        description="the experiment's total after this request, estimates of unpriced requests "
+        "included (P-36)"
+    )
     by_condition: dict[str, dict[str, float]] = Field(
         description="running totals per condition: agent (agent requests and sessions), mllm"
     )
@@ -282,10 +285,30 @@ class SpendGate:
             raise BudgetExhausted(stop)
 
     def charge(
-        self, source: Source, model: str, request_id: str, tokens: TokenCounts, cost: float
+        self,
+        source: Source,
+        model: str,
+        request_id: str,
+        tokens: TokenCounts,
+        cost: float,
+        unpriced_reason: str | None = None,
     ) -> LedgerEntry:
-        """Append the request's cost to the experiment's ledger and the run's spend.jsonl."""
+        """Append the request's cost to the experiment's ledger and the run's spend.jsonl.
+
+        With `unpriced_reason` the reply reported no usage: `tokens` and `cost` are then the
+        conservative estimate (`spend/prices.py: estimate_tokens`), counted in the totals and so
+        by the caps, and the lines say so: `cost_usd` null, the reason, the estimate (P-36)."""
         s = self.settings
+        if unpriced_reason is None:
+            priced = Unpriced(cost_usd=cost)
+        else:
+            priced = Unpriced(
+                cost_usd=None,
+                cost_unpriced_reason=unpriced_reason,
+                estimated_tokens=tokens,
+                estimated_usd=cost,
+            )
+            tokens = TokenCounts()
         with _locked(self.ledger) as fd:
             size = os.fstat(fd).st_size
             last = _newest_valid(fd, size, LedgerEntry)
@@ -301,9 +324,9 @@ class SpendGate:
                 model=model,
                 request_id=request_id,
                 tokens=tokens,
-                cost_usd=cost,
                 total_usd=(last.total_usd if last is not None else 0.0) + cost,
                 by_condition=totals,
+                **priced.model_dump(),
             )
             _append(fd, size, entry.model_dump_json())
         with _locked(self.run_ledger) as fd:
@@ -315,8 +338,8 @@ class SpendGate:
                 model=model,
                 request_id=request_id,
                 tokens=tokens,
-                cost_usd=cost,
                 total_usd=(newest.total_usd if newest is not None else 0.0) + cost,
+                **priced.model_dump(),
             )
             _append(fd, size, run_entry.model_dump_json())
         return entry
