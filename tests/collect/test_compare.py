@@ -387,7 +387,7 @@ def test_infra_errors_and_our_stage_crashes_are_excluded_and_counted_per_conditi
         ): "score_failed: the score stage crashed; score_failed: render.json: status: bad",
     }
     assert table.attrs["excluded_counts"] == {
-        "A": {"render_failed in the renderer itself": 1},
+        "A": {"render_failed (the renderer's)": 1},
         "B": {"infra_error": 2, "score_failed": 1},
     }
     assert table.attrs["status_counts"] == {

@@ -166,11 +166,14 @@ def test_an_external_set_is_compared_with_another_like_any_condition(scored: Pat
         "--pair", "external:reference", "external:partial",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    table = pd.read_csv(scored / "comparison.csv").set_index("measure")
-    ssim = table.loc["metric_ssim"]
-    # the tasks the set has no answer for have no value
-    assert (ssim.n_pairs, ssim.n_excluded) == (2, len(TASKS) - 2)
-    assert ssim.mean_diff < 0  # the blanked answer
+    table = pd.read_csv(scored / "comparison.csv")
+    ssim = table[table.measure == "metric_ssim"].set_index("population")
+    # A task the set has no answer for counts at the floor (intention to treat, P-34) ...
+    itt = ssim.loc["itt"]
+    assert (itt.n_pairs, itt.n_excluded, itt.n_floor_t) == (len(TASKS), 0, len(TASKS) - 2)
+    # ... and only the answered tasks are compared per protocol.
+    assert ssim.loc["per_protocol"].n_pairs == 2
+    assert itt.mean_diff < 0 and ssim.loc["per_protocol"].mean_diff < 0  # the blanked answer
 
 
 def test_an_unknown_set_or_a_missing_folder_is_named(tmp_path: Path) -> None:

@@ -336,12 +336,11 @@ def _paired_tasks(itt: pd.DataFrame, baseline: str, treatment: str) -> int:
 def _excluded_counts(
     excluded: pd.DataFrame, conditions: tuple[str, str]
 ) -> dict[str, dict[str, int]]:
-    """Condition -> the first clause of the exclusion reason -> runs."""
+    """Condition -> why runs were excluded (`populations`' cause) -> runs."""
     out: dict[str, dict[str, int]] = {c: {} for c in conditions}
     for row in excluded.itertuples():
-        cause = str(row.reason).split(";")[0].split(":")[0]
         per = out.setdefault(str(row.condition), {})
-        per[cause] = per.get(cause, 0) + 1
+        per[str(row.cause)] = per.get(str(row.cause), 0) + 1
     return out
 
 

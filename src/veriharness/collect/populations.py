@@ -64,7 +64,7 @@ class PopulationError(ValueError):
 class Populations(NamedTuple):
     itt: pd.DataFrame  # counted runs, fidelity measures valued by the ITT rule, plus `valued_as`
     per_protocol: pd.DataFrame  # the counted runs whose answer was scored
-    excluded: pd.DataFrame  # condition, task, replicate, status, reason
+    excluded: pd.DataFrame  # condition, task, replicate, status, reason, cause
 
 
 def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> pd.Series:
@@ -84,6 +84,13 @@ def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> p
     reason = pd.Series(pd.NA, index=runs.index, dtype="object")
     for name, why in EXCLUDED_STATUSES.items():
         reason = reason.mask(status == name, f"{name}: {why}; " + detail)
+    budget = runs["stopped_by"].eq("budget").fillna(False) if "stopped_by" in runs else False
+    reason = reason.mask(
+        (status == "not_started") & budget, "not started: the spending cap was reached"
+    )
+    reason = reason.mask(
+        status == "budget_exhausted", "ended by the spending cap (budget_exhausted)"
+    )
     step = (
         runs["render_failed_step"]
         if "render_failed_step" in runs
@@ -109,6 +116,23 @@ def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> p
         outside = runs["in_matrix"].fillna(True) == False  # noqa: E712 - a nullable column
         reason = reason.mask(outside, "not in the experiment's matrix")
     return reason.map(lambda r: r.rstrip("; ") if isinstance(r, str) else r)
+
+
+_NOT_STATUS_CAUSES = {
+    "superseded": "superseded",
+    "identity_hash differs": "stale (an older definition)",
+    "not in the experiment's matrix": "outside the matrix",
+    "render_failed in the renderer": "render_failed (the renderer's)",
+}
+
+
+def _cause(status: object, reason: str) -> str:
+    """A short name for why a run is excluded, to count them by (the status, unless the run
+    left for a reason its status does not say)."""
+    for start, cause in _NOT_STATUS_CAUSES.items():
+        if reason.startswith(start):
+            return cause
+    return str(status)
 
 
 def _flagged(runs: pd.DataFrame, flags: tuple[str, ...]) -> pd.Series:
@@ -143,6 +167,9 @@ def populations(
         status=runs.loc[reason.notna(), "status"] if "status" in runs else pd.NA,
         reason=reason.dropna(),
     )
+    excluded["cause"] = [
+        _cause(st, r) for st, r in zip(excluded["status"], excluded["reason"], strict=True)
+    ]
     scored = _scored(counted)
     flag = _flagged(counted, settings.floor_flags)
     counted["valued_as"] = np.where(
