@@ -46,7 +46,7 @@ class Measure(NamedTuple):
     floor: float
 
 
-# Every metric the scorer writes (score's METRIC_NAMES), as runs-table columns.
+# Every metric the scorer writes, as runs-table columns (score's METRIC_NAMES derive from it).
 FIDELITY_MEASURES: dict[str, Measure] = {
     "metric_ssim": Measure("higher", 0.0),
     "metric_mae": Measure("lower", 1.0),
@@ -67,7 +67,7 @@ PROCESS_MEASURES: dict[str, Literal["higher", "lower", "unknown"]] = {
     "output_tokens": "unknown",
     "wall_seconds": "unknown",
 }
-# The audit's flags (score's FLAGS), and those that break a rule of the task.
+# The audit's flags (score's FLAGS are these), and those that break a rule of the task.
 AUDIT_FLAGS = (
     "remote_dependencies",
     "files_outside_assets",

@@ -164,8 +164,8 @@ def _drop_order(problem: Any) -> tuple[int, list[str]]:
 
 
 @dataclass(frozen=True)
-class JsonFile(Generic[M]):
-    """One JSON object file of the run folder, written from `model`."""
+class _RunFile(Generic[M]):
+    """A file of the run folder: its name there, and the model its writer uses."""
 
     name: str
     model: type[M]
@@ -175,6 +175,11 @@ class JsonFile(Generic[M]):
 
     def exists(self, run_dir: Path) -> bool:
         return self.path(run_dir).is_file()
+
+
+@dataclass(frozen=True)
+class JsonFile(_RunFile[M]):
+    """One JSON object file of the run folder, written from `model`."""
 
     def read(self, run_dir: Path, errors: list[str]) -> M | None:
         """The file as its model, leniently (see the module's notes)."""
@@ -201,17 +206,8 @@ class JsonFile(Generic[M]):
 
 
 @dataclass(frozen=True)
-class JsonLinesFile(Generic[M]):
+class JsonLinesFile(_RunFile[M]):
     """One JSON-lines file of the run folder, one `model` a line, appended as things happen."""
-
-    name: str
-    model: type[M]
-
-    def path(self, run_dir: Path) -> Path:
-        return Path(run_dir) / self.name
-
-    def exists(self, run_dir: Path) -> bool:
-        return self.path(run_dir).is_file()
 
     def read(self, run_dir: Path, errors: list[str]) -> list[M] | None:
         """Every usable line as the model (a line that is not an object, or whose required fields

@@ -41,6 +41,7 @@ from PIL import Image, UnidentifiedImageError
 
 from veriharness._util.hashing import sha256_bytes
 from veriharness._util.ocr import OcrWord
+from veriharness.experiment.analysis import AUDIT_FLAGS
 from veriharness.runfolder.audit import AuditRecord, AuditThresholds
 from veriharness.runfolder.render import DomRecord, ImageBox, RenderRecord
 from veriharness.score.metrics.ocrwords import masked, ocr_words
@@ -50,15 +51,8 @@ from veriharness.score.metrics.text import char_count, words_of
 
 __all__ = ["FLAGS", "audit_run", "in_viewport"]
 
-FLAGS = (
-    "remote_dependencies",
-    "files_outside_assets",
-    "screenshot_substitution",
-    "text_in_images",
-    "absolute_pinning",
-    "low_text_volume",
-    "oversized_images",
-)
+# The flags are named once, where the analysis declares which of them break a rule of the task.
+FLAGS = AUDIT_FLAGS
 _REMOTE = {"http", "https", "ws", "wss"}
 
 

@@ -35,6 +35,7 @@ from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
+from veriharness.experiment.analysis import FIDELITY_MEASURES
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
 from veriharness.runfolder.metrics import METRICS, MetricsRecord
 from veriharness.runfolder.render import DomRecord
@@ -60,17 +61,8 @@ __all__ = [
     "score_run",
 ]
 
-METRIC_NAMES = (
-    "ssim",
-    "mae",
-    "ocr_word_precision",
-    "ocr_word_recall",
-    "ocr_word_f1",
-    "block_match",
-    "text_similarity",
-    "position",
-    "color",
-)
+# Named once, where the analysis declares each metric's direction and floor.
+METRIC_NAMES = tuple(column.removeprefix("metric_") for column in FIDELITY_MEASURES)
 
 
 @cache
