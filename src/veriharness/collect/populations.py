@@ -67,8 +67,12 @@ class Populations(NamedTuple):
     excluded: pd.DataFrame  # condition, task, replicate, status, reason, cause
 
 
-def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> pd.Series:
-    """Why each run leaves the analysis (NA: it is counted). The most basic reason wins."""
+def _exclusion(
+    runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None
+) -> tuple[pd.Series, pd.Series]:
+    """Why each run leaves the analysis, and a short cause to count such runs by (both NA: it
+    is counted). Checked from the least to the most basic reason; a later one replaces an
+    earlier one."""
     status = (
         runs["status"].astype("object") if "status" in runs else pd.Series("", index=runs.index)
     )
@@ -82,25 +86,30 @@ def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> p
         )
     detail = runs["reason"].fillna("").astype(str) if "reason" in runs else ""
     reason = pd.Series(pd.NA, index=runs.index, dtype="object")
+    cause = pd.Series(pd.NA, index=runs.index, dtype="object")
+
+    def mark(where: pd.Series, why: object, named: str) -> None:
+        nonlocal reason, cause
+        reason = reason.mask(where, why)
+        cause = cause.mask(where, named)
+
     for name, why in EXCLUDED_STATUSES.items():
-        reason = reason.mask(status == name, f"{name}: {why}; " + detail)
+        mark(status == name, f"{name}: {why}; " + detail, name)
     budget = runs["stopped_by"].eq("budget").fillna(False) if "stopped_by" in runs else False
-    reason = reason.mask(
-        (status == "not_started") & budget, "not started: the spending cap was reached"
-    )
-    reason = reason.mask(
-        status == "budget_exhausted", "ended by the spending cap (budget_exhausted)"
-    )
+    capped = "not started: the spending cap was reached"
+    mark((status == "not_started") & budget, capped, "not_started")
+    ended = "ended by the spending cap (budget_exhausted)"
+    mark(status == "budget_exhausted", ended, "budget_exhausted")
     step = (
         runs["render_failed_step"]
         if "render_failed_step" in runs
         else pd.Series(pd.NA, index=runs.index)
     )
     ours = (status == "render_failed") & ~step.isin(PAGE_RENDER_STEPS)
-    reason = reason.mask(ours, "render_failed in the renderer itself; " + detail)
+    mark(ours, "render_failed in the renderer itself; " + detail, "render_failed (the renderer's)")
     if "superseded" in runs:
         superseded = runs["superseded"].fillna(False).astype(bool)
-        reason = reason.mask(superseded, "superseded (moved aside when its run was redone)")
+        mark(superseded, "superseded (moved aside when its run was redone)", "superseded")
     if cells is not None and "identity_hash" in runs:
         expected = pd.Series(
             [cells.get(c, {}).get(t) for c, t in zip(runs["condition"], runs["task"], strict=True)],
@@ -109,30 +118,15 @@ def _exclusion(runs: pd.DataFrame, cells: dict[str, dict[str, str]] | None) -> p
         )
         stale = runs["identity_hash"].notna() & expected.notna()
         stale &= runs["identity_hash"] != expected
-        reason = reason.mask(
-            stale, "identity_hash differs from experiment.json (a run of an older definition)"
+        mark(
+            stale,
+            "identity_hash differs from experiment.json (a run of an older definition)",
+            "stale (an older definition)",
         )
     if "in_matrix" in runs:
         outside = runs["in_matrix"].fillna(True) == False  # noqa: E712 - a nullable column
-        reason = reason.mask(outside, "not in the experiment's matrix")
-    return reason.map(lambda r: r.rstrip("; ") if isinstance(r, str) else r)
-
-
-_NOT_STATUS_CAUSES = {
-    "superseded": "superseded",
-    "identity_hash differs": "stale (an older definition)",
-    "not in the experiment's matrix": "outside the matrix",
-    "render_failed in the renderer": "render_failed (the renderer's)",
-}
-
-
-def _cause(status: object, reason: str) -> str:
-    """A short name for why a run is excluded, to count them by (the status, unless the run
-    left for a reason its status does not say)."""
-    for start, cause in _NOT_STATUS_CAUSES.items():
-        if reason.startswith(start):
-            return cause
-    return str(status)
+        mark(outside, "not in the experiment's matrix", "outside the matrix")
+    return reason.map(lambda r: r.rstrip("; ") if isinstance(r, str) else r), cause
 
 
 def _flagged(runs: pd.DataFrame, flags: tuple[str, ...]) -> pd.Series:
@@ -161,15 +155,13 @@ def populations(
 ) -> Populations:
     """The ITT and per-protocol populations of `runs` and the list of excluded runs (see the
     module notes). `cells` maps condition -> task -> identity hash as experiment.json records it."""
-    reason = _exclusion(runs, cells)
+    reason, cause = _exclusion(runs, cells)
     counted = runs.loc[reason.isna()].copy()
     excluded = runs.loc[reason.notna(), _KEYS].assign(
         status=runs.loc[reason.notna(), "status"] if "status" in runs else pd.NA,
         reason=reason.dropna(),
+        cause=cause.dropna(),
     )
-    excluded["cause"] = [
-        _cause(st, r) for st, r in zip(excluded["status"], excluded["reason"], strict=True)
-    ]
     scored = _scored(counted)
     flag = _flagged(counted, settings.floor_flags)
     counted["valued_as"] = np.where(
