@@ -157,9 +157,8 @@ class _StatusOnly(BaseModel):
 def read_status(run_dir: Path) -> str | None:
     """The status an outcome file states, or None when it states none; the rest of the file is
     not checked (a kept attempt's outcome may be of any age)."""
-    data = read_object(Path(run_dir) / NAME, NAME, [])
-    found = None if data is None else salvage(_StatusOnly, data, NAME, [])
-    return found.status if found is not None else None
+    stated = read_status_reason(run_dir)
+    return stated[0] if stated is not None else None
 
 
 def read_status_reason(run_dir: Path) -> tuple[str, str | None] | None:
