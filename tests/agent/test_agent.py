@@ -20,6 +20,7 @@ from veriharness.agent.plan import (
 from veriharness.agent.proxy import ANTHROPIC_URL
 from veriharness.agent.session import run_session
 from veriharness.agent.transcript import summarize_transcript
+from veriharness.experiment.config import SessionLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,6 +49,8 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         # The scripted stand-ins for claude below write pid files next to themselves; the
         # sandbox has its own test (test_a_sandboxed_session_sees_only_what_it_needs).
         isolation="none",
+        network="open",
+        limits=SessionLimits(),
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
         log_model_requests=False,
@@ -323,7 +326,7 @@ def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
         'if [ "$1" = --version ]; then echo "2.1.328 (Claude Code)"; exit 0; fi\n' + probe
     )
     claude.chmod(0o755)
-    plan = _plan(tmp_path, claude, isolation="bwrap")
+    plan = _plan(tmp_path, claude, isolation="bwrap", network="none")
     outcome = run_session(plan)
     assert outcome.command[0].endswith("bwrap") and "--unshare-pid" in outcome.command
     seen = (plan.run_dir / "answer" / "answer.html").read_text()

@@ -20,6 +20,7 @@ import pytest
 from agent.test_session_boundary import TASK, _plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
+from veriharness.experiment.config import SessionLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.experiment.prices import TokenPrice
 from veriharness.offline.server import running_offline_server
@@ -87,6 +88,8 @@ def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
             model=KNOWN,
             agent_price=SONNET,
             isolation="none",
+            network="open",
+            limits=SessionLimits(),
         )
         outcome = run_session(plan)
     assert outcome.status == "ok", outcome.error

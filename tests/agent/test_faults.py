@@ -22,6 +22,7 @@ from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import _KILL_GRACE_SECONDS, run_session
 from veriharness.agent.transcript import SessionInit, SessionResult, TranscriptSummary
+from veriharness.experiment.config import SessionLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
@@ -54,6 +55,8 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         allowed_tools=["Read", "Write", "mcp__mllm__call"],
         tool_search=False,
         isolation="bwrap",
+        network="none",
+        limits=SessionLimits(),
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,

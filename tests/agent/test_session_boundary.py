@@ -22,6 +22,7 @@ from veriharness._util.programs import find_claude
 from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
+from veriharness.experiment.config import SessionLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.agent_policy import SNOOP_MARKER
 from veriharness.offline.server import running_offline_server
@@ -95,6 +96,8 @@ def _plan(tmp_path: Path, system_prompt: str, **overrides: Any) -> SessionPlan:
         allowed_tools=["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"],
         tool_search=False,
         isolation="bwrap",
+        network="none",
+        limits=SessionLimits(),
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
@@ -188,7 +191,7 @@ def test_every_model_request_went_through_the_proxy_and_is_recorded(snooped: Ses
 def test_without_bubblewrap_the_proxy_and_the_outside_server_are_still_used(
     tmp_path: Path,
 ) -> None:
-    plan = _plan(tmp_path, TASK, isolation="none")
+    plan = _plan(tmp_path, TASK, isolation="none", network="open")
     outcome = run_session(plan)
     assert (outcome.status, outcome.sandboxed, outcome.mllm_connected) == ("ok", False, True)
     assert outcome.command[0] == str(plan.claude)

@@ -28,6 +28,7 @@ _CONFIG_MODELS = (AgentSettings, AnnotationSettings, ExecutionSettings, Experime
 _OTHER_MEANING = {
     "veriharness.experiment.catalog.ProviderSettings.api_key_env": "a profile's key variable",
     "veriharness.runfolder.agent_requests.AgentRequest.model": "the model a request named",
+    "veriharness.runfolder.render.RenderRecord.limits": "the renderer's own limits",
 }
 
 

@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:598e80d4dc7d7e44ac5965aaae7e06383cbb9703a44e246cd179749ca2303572",  # noqa: E501
-        "dashboard-chart": "sha256:8befce47942ba65dce5ae6097ad579659790c4d9c9f7efddd9cc9b96afb2c67c",  # noqa: E501
-        "landing-page": "sha256:866a59dddbb6dd1aa2538b0171ceee9811e4e8b0cd5641d700260b95cfeaf4da",  # noqa: E501
-        "pricing-table": "sha256:7e587ada25735201d82844160a2d493bb9bb7c44f748fe85a57f8995ac1d9980",  # noqa: E501
-        "settings-page": "sha256:8fffe941a761cc5e0aa91514e7f9aac5ba1ab244251418ad290bd9e9a8f4368d",  # noqa: E501
-        "signup-form": "sha256:46ae72a0b229245ccc27ac583f4fa32fa442de161c1bc846981f92ac94572caf",  # noqa: E501
+        "article": "sha256:c94df6e4e1b2b6e01296ec75409ea3f12a04fd94afed61135ec53ca25f6620eb",  # noqa: E501
+        "dashboard-chart": "sha256:23ddc83d5fb9be6ec71014fc3d462bfdab9e1fd6a981d08191a078799e1b52c6",  # noqa: E501
+        "landing-page": "sha256:2b49a242ee00fab13ec5ccd3eb0b85862d695fa8fff9bd3d87c1ab71e1abeca1",  # noqa: E501
+        "pricing-table": "sha256:6f233c384783aa16a7f041d5ec2cfeaac05ba839cbce48cb14fff810b139c77a",  # noqa: E501
+        "settings-page": "sha256:6c593da0ecd76424be7a4d2cd5379ca783a6b24462b3c29ea083493275bdc81a",  # noqa: E501
+        "signup-form": "sha256:d67108fcc71936ff7fdd73b8549cc09846fd552f21a4afe5e8a448806ef78af3",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:21b97993a1c6c07e254702d949eadd861c1c1027b8bf38ad563216630721087f",  # noqa: E501
-        "dashboard-chart": "sha256:b9213f96bc20c46b91544d38675a0de8771a332943e5e450ebf3e91e6f41b245",  # noqa: E501
-        "landing-page": "sha256:1ff6308c1a47bea6c700c4ab241ce89e9309a82bbe7baf12c5af834e1dd0a703",  # noqa: E501
-        "pricing-table": "sha256:c7b86e594f9feffa2d4ab60af6280a11be1542da6eb91e0181baad9b77044195",  # noqa: E501
-        "settings-page": "sha256:93b7db9cbb635b39d1bd900e3dea8f526f19f95837a36556942d0f24e2a80786",  # noqa: E501
-        "signup-form": "sha256:338162ead80ea9e263330990b2dce2bf201e8835d620797ee4fa2d4582342dd5",  # noqa: E501
+        "article": "sha256:ce71e47c8e70ff2d5ecc199a01218fff473c2806989b731888a3d5e3c15de6af",  # noqa: E501
+        "dashboard-chart": "sha256:da08242a1ed21f88e4d62e75fc91698c0bed4b4cdc2eb036ccfc9d3f26009a34",  # noqa: E501
+        "landing-page": "sha256:f40861a2d03ee4d3cd003143949c354300855211df16a928251da953c8fb315d",  # noqa: E501
+        "pricing-table": "sha256:885a5f2f900070774d56739760fac6a9961c12ce957e5e38c40f0c99031117c3",  # noqa: E501
+        "settings-page": "sha256:7522df780f34068e9adb75dcf8aefa42f789664cd1ab0acd925ed752fcb8f775",  # noqa: E501
+        "signup-form": "sha256:ed810d4b8dc87eb5421630f80f3925ce7c1ef02d3e9863d24714bdf7d1f3545e",  # noqa: E501
     },
 }
 

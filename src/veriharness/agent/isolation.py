@@ -15,8 +15,10 @@ Design notes:
   `mllm` server and the model proxy run outside and hold them. `/tmp` is a fresh, empty tmpfs;
   `/dev` and `/proc` are private, and so is the process tree (`--unshare-pid`), so the session
   cannot read other processes' environments or command lines.
-- The network is shared: the session reaches the model proxy and the `mllm` server on loopback,
-  each guarded by its own per-session token. The environment is an allow-list
+- The network: with `agent.network: none` (the default) the sandbox has its own network
+  namespace, where only the model proxy and the `mllm` server are reachable, bridged in over
+  unix sockets (`bridge.py`); with `open` it shares the machine's. Either way each of the two is
+  guarded by its own per-session token. The environment is an allow-list
   (`veriharness.agent.plan.session_environment`): no key, no private address.
 - `--die-with-parent`: when `run-agent` ends the session's process group (time limit, interrupt),
   everything inside ends with it.
@@ -61,9 +63,13 @@ def sandboxed(
     readable_files: Iterable[Path] = (),
     workdir: Path,
     home: Path,
+    own_network: bool,
 ) -> list[str]:
-    """`command` wrapped in bwrap with only the given paths (and the system) visible."""
+    """`command` wrapped in bwrap with only the given paths (and the system) visible, and with
+    a network namespace of its own (only loopback) when `own_network`."""
     args = [str(bwrap), "--die-with-parent", "--unshare-pid", "--new-session"]
+    if own_network:
+        args.append("--unshare-net")
     for path in SYSTEM_PATHS:
         args += _bind_system(Path(path))
     args += ["--ro-bind-try", _RESOLVER, _RESOLVER]

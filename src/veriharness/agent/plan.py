@@ -20,7 +20,7 @@ from veriharness._util.redaction import Redactor
 from veriharness.agent.charges import spend_settings
 from veriharness.agent.proxy import ANTHROPIC_URL, Upstream
 from veriharness.experiment.catalog import expand_env_refs, load_catalog
-from veriharness.experiment.config import ExperimentConfig
+from veriharness.experiment.config import ExperimentConfig, SessionLimits
 from veriharness.experiment.prices import TokenPrice
 from veriharness.spend.ledger import SpendSettings
 
@@ -65,6 +65,8 @@ class SessionPlan(BaseModel):
     allowed_tools: list[str]
     tool_search: bool
     isolation: Literal["bwrap", "none"]
+    network: Literal["none", "open"]
+    limits: SessionLimits
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
@@ -86,6 +88,12 @@ class SessionPlan(BaseModel):
     def ledger(self) -> SpendSettings:
         assert self.spend is not None  # filled in by the validator below
         return self.spend
+
+    @model_validator(mode="after")
+    def _network_needs_sandbox(self) -> SessionPlan:
+        if self.network == "none" and self.isolation != "bwrap":
+            raise ValueError("network 'none' needs isolation 'bwrap'")
+        return self
 
     @model_validator(mode="after")
     def _spend_of_the_run(self) -> SessionPlan:
@@ -117,6 +125,8 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         allowed_tools=list(agent.allowed_tools),
         tool_search=agent.tool_search,
         isolation=agent.isolation,
+        network=agent.network,
+        limits=agent.limits,
         offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,

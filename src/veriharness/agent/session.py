@@ -34,15 +34,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from veriharness._util import atomic
+from veriharness._util.containment import Limit
 from veriharness._util.programs import claude_version, find_bwrap
 from veriharness._util.redaction import Redactor
 from veriharness.agent.attempts import keep_earlier_attempt, keep_finished
+from veriharness.agent.bridge import UnixToTcp, bridge_command
 from veriharness.agent.charges import AgentCharges, budget_admit, each_record
 from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
+from veriharness.agent.limits import SessionLimitsInForce, describe_hit
 from veriharness.agent.outcome import Waiting, classify
 from veriharness.agent.plan import (
     USER_MESSAGE,
@@ -61,7 +65,12 @@ from veriharness.agent.request_record import (
     read_requests,
 )
 from veriharness.agent.transcript import TranscriptSummary, summarize_transcript
-from veriharness.agent.workspace import copy_answer, create_workspace, remove_workspace
+from veriharness.agent.workspace import (
+    copy_answer,
+    create_workspace,
+    limited_folder,
+    remove_workspace,
+)
 from veriharness.experiment.catalog import OFFLINE_URL_ENV
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
@@ -69,6 +78,7 @@ from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStar
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
     AgentOutcome,
+    AppliedLimits,
     Attempt,
     SessionUsage,
     Spend,
@@ -106,6 +116,8 @@ class SessionFacts(BaseModel):
     model: str
     claude_version: str
     sandboxed: bool
+    session_network: Literal["none", "open"]
+    enforced_limits: AppliedLimits | None = None
     workspace: str
     workspace_kept: bool
     started_at: str
@@ -118,6 +130,7 @@ class SessionFacts(BaseModel):
 class _ProcessEnd(NamedTuple):
     exit_code: int | None
     timed_out: bool
+    limit: Limit | None  # the limit the session passed (it was stopped then)
 
 
 @dataclass(frozen=True)
@@ -130,11 +143,14 @@ class _SessionFolder:
     tokens: dict[str, str]
 
     @classmethod
-    def create(cls) -> _SessionFolder:
+    def create(cls, disk_mib: int) -> _SessionFolder:
+        """Made as a tmpfs of `disk_mib` where the machine allows it (the session writes into
+        Claude Code's config folder)."""
         folder = cls(
             Path(tempfile.mkdtemp(prefix="veriharness-session-")),
             {"session token": secrets.token_urlsafe(32), "mllm token": secrets.token_urlsafe(32)},
         )
+        limited_folder(folder.path, disk_mib)
         folder.config_dir.mkdir()
         return folder
 
@@ -145,6 +161,11 @@ class _SessionFolder:
     @property
     def mcp_config(self) -> Path:
         return self.path / "mcp_config.json"
+
+    @property
+    def sockets(self) -> Path:
+        """The unix sockets bridged into a sandbox of `network: none`."""
+        return self.path / "net"
 
 
 def _mllm_spend_json(plan: SessionPlan) -> str:
@@ -257,30 +278,40 @@ def _run_attempt(
     except BudgetExhausted as refused:
         return _not_started_for_budget(plan, started, clock, str(refused))
     charges = AgentCharges(gate, plan.model, plan.agent_price, plan.model_prices)
-    workspace = create_workspace(plan.workspace_root, plan.project, plan.reference, plan.label)
-    folder = _SessionFolder.create()
+    disk = plan.limits.disk_mib
+    workspace = create_workspace(
+        plan.workspace_root, plan.project, plan.reference, plan.label, disk
+    )
+    folder = _SessionFolder.create(disk)
     redact = Redactor(folder.tokens)
     facts = SessionFacts(
         offline=plan.offline,
         model=plan.model,
         claude_version=claude_version(plan.claude),
         sandboxed=plan.isolation == "bwrap",
+        session_network=plan.network,
         workspace=str(workspace),
         workspace_kept=plan.keep_workspace,
         started_at=started,
         user_message=USER_MESSAGE,
     )
+    limits: SessionLimitsInForce | None = None
     try:
         redact = session_secrets(plan, folder.tokens)
+        disks = [p for p in (workspace, folder.path) if os.path.ismount(p)]
+        limits = SessionLimitsInForce(plan.limits, disks if len(disks) == 2 else [])
+        facts.enforced_limits = limits.applied
+        limits.refuse_unless_allowed(plan.offline)
         admit_all = budget_admit(gate, admit)
         record_all = each_record(charges.charge, on_record)
-        end = _run_claude(plan, workspace, folder, facts, redact, admit_all, record_all)
+        end = _run_claude(plan, workspace, folder, facts, limits, redact, admit_all, record_all)
         outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         outcome = _failed_outcome(plan, facts, error, redact, clock)
     finally:
-        if not plan.keep_workspace:
-            remove_workspace(workspace)
+        if limits is not None:
+            limits.close()
+        remove_workspace(workspace, keep=plan.keep_workspace)
         remove_workspace(folder.path)
     AGENT_OUTCOME.write(plan.run_dir, outcome)
     if outcome.reason == "budget":
@@ -293,12 +324,15 @@ def _run_claude(
     workspace: Path,
     folder: _SessionFolder,
     facts: SessionFacts,
+    limits: SessionLimitsInForce,
     redact: Redactor,
     admit: Admit,
     on_record: Callable[[AgentRequest], None],
 ) -> _ProcessEnd:
     """Start the offline model (if used), the proxy and the `mllm` server, run claude (in the
-    sandbox, unless `isolation: none`) until it ends or the wall clock runs out, stop them."""
+    sandbox, unless `isolation: none`; behind the bridge, under `network: none`; in the
+    session's cgroup where there is one) until it ends, the wall clock runs out or it passes a
+    limit, and stop them."""
     prompt = Path(shutil.copyfile(plan.system_prompt, folder.path / "system_prompt.md"))
     session_token, mllm_token = folder.tokens["session token"], folder.tokens["mllm token"]
     with ExitStack() as stack:
@@ -315,21 +349,49 @@ def _run_claude(
         atomic.write_json(folder.mcp_config, mcp_config(mllm_url, mllm_token), indent=None)
         env, recorded_env = session_environment(plan, folder.config_dir, proxy_url, session_token)
         command = command_line(plan, folder.mcp_config, prompt)
+        readable = [*software_paths(plan.project), claude_installation(plan.claude)]
+        readable_files = [prompt, folder.mcp_config]
+        if plan.network == "none":
+            command, bridged = _behind_bridge(stack, folder, command, [proxy_url, mllm_url])
+            readable, readable_files = [*readable, folder.sockets], [*readable_files, bridged]
         if plan.isolation == "bwrap":
             command = sandboxed(
                 command,
                 bwrap=find_bwrap(),
-                readable=[*software_paths(plan.project), claude_installation(plan.claude)],
-                readable_files=[prompt, folder.mcp_config],
+                readable=readable,
+                readable_files=readable_files,
                 writable=[workspace, folder.config_dir],
                 workdir=workspace,
                 home=folder.config_dir,
+                own_network=plan.network == "none",
             )
+        command = limits.joined(command)
         facts.command, facts.environment = command, recorded_env
         session_clock = time.monotonic()
-        end = _run_process(command, env, workspace, plan, redact)
+        end = _run_process(command, env, workspace, plan, redact, limits)
         facts.session_seconds = round(time.monotonic() - session_clock, 3)
     return end
+
+
+def _behind_bridge(
+    stack: ExitStack, folder: _SessionFolder, command: list[str], urls: list[str]
+) -> tuple[list[str], Path]:
+    """`command` run behind the inside half of the bridge, the outside half listening on a
+    unix socket per loopback port of `urls`; returns the command and the bridge's path,
+    which the sandbox must show."""
+    folder.sockets.mkdir()
+    forwards: dict[int, Path] = {}
+    for url in urls:
+        port = urlsplit(url).port
+        assert port is not None, url  # both endpoints are started on a loopback port
+        outside = UnixToTcp(folder.sockets / f"{port}.sock", port)
+        stack.callback(outside.close)
+        forwards[port] = outside.path
+    script = Path(shutil.copyfile(_BRIDGE_SCRIPT, folder.path / "bridge.py"))
+    return bridge_command(sys.executable, script, forwards, command), script
+
+
+_BRIDGE_SCRIPT = Path(__file__).with_name("bridge.py")
 
 
 def _ended_outcome(
@@ -342,9 +404,11 @@ def _ended_outcome(
     clock: float,
 ) -> AgentOutcome:
     """The outcome of a session that ran: classified from its exit, its transcript and what
-    still waited at the wall clock, unless a spending cap stopped it."""
+    still waited at the wall clock, unless a spending cap stopped it or it passed a limit (its
+    transcript, trace and answer are kept all the same)."""
     run_dir = plan.run_dir
     stop = read_stop(run_dir)
+    limit = None if stop else end.limit
     _redact_files(run_dir, redact)
     answer_present = copy_answer(workspace, run_dir / "answer")
     summary = summarize_transcript(run_dir / "transcript.jsonl")
@@ -356,16 +420,24 @@ def _ended_outcome(
         _longest_wait(run_dir) if end.timed_out else None,
         plan.wall_clock_seconds,
     )
+    error: str | None
+    if stop:
+        status, error = "budget_exhausted", stop.message
+    elif limit:
+        status, error = "resource_limit", describe_hit(limit, plan.limits)
+    else:
+        error = _error(plan, end.timed_out, status, cause)
     return _outcome(
         facts,
         summary,
-        status="budget_exhausted" if stop else status,
+        status=status,
         reason="budget" if stop else None,
+        limit=limit,
         spend=charges.spend(run_dir),
         exit_code=end.exit_code,
         answer_present=answer_present,
         clock=clock,
-        error=stop.message if stop else _error(plan, end.timed_out, status, cause),
+        error=error,
     )
 
 
@@ -393,6 +465,7 @@ def _outcome(
     clock: float,
     error: str | None,
     reason: Literal["budget"] | None = None,
+    limit: Limit | None = None,
     spend: Spend | None = None,
     exit_code: int | None = None,
     answer_present: bool = False,
@@ -401,6 +474,7 @@ def _outcome(
     return AgentOutcome(
         status=status,
         reason=reason,
+        limit=limit,
         spend=spend or Spend(),
         exit_code=exit_code,
         answer_present=answer_present,
@@ -411,6 +485,8 @@ def _outcome(
         model=facts.model,
         claude_version=facts.claude_version,
         sandboxed=facts.sandboxed,
+        session_network=facts.session_network,
+        enforced_limits=facts.enforced_limits,
         workspace=facts.workspace,
         workspace_kept=facts.workspace_kept,
         started_at=facts.started_at,
@@ -489,7 +565,12 @@ def _redact_files(run_dir: Path, redact: Redactor) -> None:
 
 
 def _run_process(
-    command: list[str], env: dict[str, str], workspace: Path, plan: SessionPlan, redact: Redactor
+    command: list[str],
+    env: dict[str, str],
+    workspace: Path,
+    plan: SessionPlan,
+    redact: Redactor,
+    limits: SessionLimitsInForce,
 ) -> _ProcessEnd:
     stderr_path = plan.run_dir / "claude_stderr.log"
     with (
@@ -506,7 +587,7 @@ def _run_process(
             text=True,
             start_new_session=True,  # its own process group, so a timeout kills every child
         )
-        timed_out = False
+        timed_out, limit = False, None
         try:
             # Inside the try: starting a thread can take a while on a busy machine, and an
             # interrupt arriving then must end the session as well.
@@ -514,8 +595,8 @@ def _run_process(
                 target=_copy_lines, args=(process.stdout, transcript, redact), daemon=True
             )
             pump.start()
-            timed_out = _wait(process, plan)
-            if process.returncode is None:  # out of time, or a spending cap was reached
+            timed_out, limit = _wait(process, plan, limits)
+            if process.returncode is None:  # out of time, a cap or a limit was reached
                 _kill_group(process)
         except BaseException:
             # Interrupted (Ctrl-C, Snakemake stopping its jobs): the session runs in its own
@@ -523,24 +604,30 @@ def _run_process(
             _kill_group(process)
             raise
         pump.join(timeout=_KILL_GRACE_SECONDS)
-    return _ProcessEnd(process.returncode, timed_out)
+    # A limit the kernel enforced may have ended the session by itself (claude OOM-killed).
+    return _ProcessEnd(process.returncode, timed_out, limit or limits.hit())
 
 
-def _wait(process: subprocess.Popen[str], plan: SessionPlan) -> bool:
-    """Wait for the session to end; True when the wall clock ran out first. Returns early when
-    a spending cap refused one of the run's requests (``budget_stop.json`` appeared)."""
+def _wait(
+    process: subprocess.Popen[str], plan: SessionPlan, limits: SessionLimitsInForce
+) -> tuple[bool, Limit | None]:
+    """Wait for the session to end; (True, None) when the wall clock ran out first. Returns
+    early when a spending cap refused one of the run's requests (``budget_stop.json``
+    appeared), or with the limit the session passed."""
     deadline = time.monotonic() + plan.wall_clock_seconds
     stop_file = plan.run_dir / STOP_NAME
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return True
+            return True, None
         try:
             process.wait(timeout=min(left, _STOP_POLL_SECONDS))
-            return False
+            return False, None
         except subprocess.TimeoutExpired:
             if stop_file.exists():
-                return False
+                return False, None
+            if limit := limits.hit():
+                return False, limit
 
 
 def _copy_lines(source: Any, sink: Any, redact: Redactor) -> None:

@@ -4,13 +4,21 @@ Claude Code sends the model any `CLAUDE.md` above its working directory and the 
 an enclosing git repository. A workspace inside the checkout would leak the project's own notes and
 history into every session, so `create_workspace` refuses any root that has a `.git` or a
 `CLAUDE.md` at or above it, and any root inside the project.
+
+Where the machine allows it (root), a workspace is a tmpfs of the session's disk limit
+(`limited_folder`), so a session that fills it gets "no space left" at the limit instead of
+filling the machine's disk; `remove_workspace` unmounts it (copying its files out first when the
+workspace is to be kept).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from veriharness._util.containment import mount_tmpfs, unmount
 
 __all__ = [
     "WorkspaceError",
@@ -19,6 +27,7 @@ __all__ = [
     "ASSETS_DIR",
     "check_workspace_root",
     "create_workspace",
+    "limited_folder",
     "copy_answer",
     "remove_workspace",
 ]
@@ -47,14 +56,30 @@ def check_workspace_root(root: Path, project: Path) -> Path:
     return root
 
 
-def create_workspace(root: Path | None, project: Path, reference: Path, label: str) -> Path:
-    """A fresh folder holding only the reference image, named after the run for debugging."""
+def create_workspace(
+    root: Path | None, project: Path, reference: Path, label: str, disk_mib: int | None = None
+) -> Path:
+    """A fresh folder holding only the reference image, named after the run for debugging; a
+    tmpfs of `disk_mib` where the machine allows it."""
     base = check_workspace_root(Path(root) if root else Path(tempfile.gettempdir()), project)
     base.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)
     workspace = Path(tempfile.mkdtemp(prefix=f"veriharness-{safe}-", dir=base))
+    limited_folder(workspace, disk_mib)
     shutil.copyfile(reference, workspace / REFERENCE_NAME)
     return workspace
+
+
+def limited_folder(folder: Path, disk_mib: int | None) -> bool:
+    """Make the empty `folder` a tmpfs of `disk_mib` MiB; False when none was asked for or the
+    machine refuses (not root). The caller records which."""
+    if disk_mib is None:
+        return False
+    try:
+        mount_tmpfs(folder, disk_mib)
+    except OSError:
+        return False
+    return True
 
 
 def copy_answer(workspace: Path, answer_dir: Path) -> bool:
@@ -72,5 +97,16 @@ def copy_answer(workspace: Path, answer_dir: Path) -> bool:
     return entry.is_file()
 
 
-def remove_workspace(workspace: Path) -> None:
-    shutil.rmtree(workspace, ignore_errors=True)
+def remove_workspace(workspace: Path, keep: bool = False) -> None:
+    """Unmount the workspace if it is a tmpfs, and delete it, unless `keep`: then its files stay
+    where they were, copied off the tmpfs first."""
+    if os.path.ismount(workspace):
+        kept = Path(tempfile.mkdtemp(prefix=".kept-", dir=workspace.parent)) if keep else None
+        if kept is not None:
+            shutil.copytree(workspace, kept, symlinks=True, dirs_exist_ok=True)
+        unmount(workspace)
+        if kept is not None:
+            workspace.rmdir()
+            kept.rename(workspace)
+    if not keep:
+        shutil.rmtree(workspace, ignore_errors=True)

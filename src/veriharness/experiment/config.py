@@ -51,6 +51,7 @@ from veriharness.experiment.taxonomy import DEFAULT_TAXONOMY_PATH
 __all__ = [
     "ConfigError",
     "AgentSettings",
+    "SessionLimits",
     "CompareSettings",
     "AnnotationSettings",
     "EXTERNAL_PREFIX",
@@ -108,6 +109,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+class SessionLimits(_Strict):
+    """Per-session limits on memory, processes and disk (docs/decisions.md, P-37). A session
+    that passes one is stopped and ends `resource_limit`, naming the limit."""
+
+    memory_mib: int = Field(default=2048, ge=64)
+    """Memory of all the session's processes together, files in its /tmp included (a cgroup)."""
+    processes: int = Field(default=512, ge=16)
+    """Processes and threads of the session at once (a cgroup's pids limit); Claude Code and a
+    headless Chromium need about 100."""
+    disk_mib: int = Field(default=1024, ge=16)
+    """Size of the workspace and of Claude Code's own folder, each (a size-limited tmpfs)."""
+    allow_unavailable: bool = False
+    """Where this machine offers no mechanism for a limit, sessions of the embedded offline
+    model run without it and say so; a real model's session is refused unless this is true."""
+
+
 class AgentSettings(_Strict):
     """The orchestrating claude -p agent. Every key except api_key_env is hashed."""
 
@@ -143,6 +160,15 @@ class AgentSettings(_Strict):
     """bwrap runs each session in a bubblewrap sandbox that shows it only what it needs (not the
     project's tasks, other runs or the home folder); none runs it with the calling user's full
     view. Hashed: it changes what a session can read."""
+    network: Literal["none", "open"] = "none"
+    """none runs each session in its own network namespace: claude reaches its model proxy and
+    its mllm server through sockets VeriHarness bridges in, and nothing else (no other host, no
+    other service of the machine). open shares the machine's network (the agent's Bash can reach
+    any host the machine can, and so copy a page from the web). none needs isolation bwrap.
+    Hashed: it changes what a session can reach."""
+    limits: SessionLimits = Field(default_factory=lambda: SessionLimits())
+    """What one session may use of the machine. Recorded in every run record and outcome, not
+    hashed: a limit changes how a run may end, not what it is asked."""
 
     def identity(self) -> dict[str, Any]:
         """The settings that define a run: all but the key's variable name, which only says
@@ -151,7 +177,7 @@ class AgentSettings(_Strict):
         default tools as well. `session_boundary` says the model proxy and the `mllm` server
         ran outside the sandbox (docs/decisions.md, P-19): such a session sees less than one
         before it, so earlier runs are redone rather than mixed with these."""
-        return self.model_dump(mode="json", exclude={"api_key_env"}) | {
+        return self.model_dump(mode="json", exclude={"api_key_env", "limits"}) | {
             "tool_set": "exclusive",
             "session_boundary": "proxy-and-mllm-outside",
         }
@@ -172,6 +198,16 @@ class AgentSettings(_Strict):
                 "put a private endpoint in an environment variable so records never hold it"
             )
         return value
+
+    @model_validator(mode="after")
+    def _network_needs_sandbox(self) -> AgentSettings:
+        if self.network == "none" and self.isolation != "bwrap":
+            raise ValueError(
+                f"agent.network 'none' needs agent.isolation 'bwrap' (got {self.isolation!r}): "
+                "only the sandbox has a network namespace of its own; set agent.network: open "
+                "to run without it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _gateway_needs_url(self) -> AgentSettings:
@@ -277,6 +313,8 @@ class ExecutionRecord(ExecutionSettings):
     """Every model name was looked up with its provider before the start."""
     scheduler: JsonValue = None
     """Snakemake's cores and resource caps (config.effective.json); null outside Snakemake."""
+    limits: SessionLimits
+    """agent.limits: what each session may use; outcome.json says how each was enforced."""
 
 
 class ExperimentConfig(_Strict):

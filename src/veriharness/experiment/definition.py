@@ -364,6 +364,7 @@ def execution_record(config: ExperimentConfig, config_file: Path | None = None) 
         allow_uncommitted=config.allow_uncommitted,
         check_models=config.check_models,
         scheduler=config_wrapper(config_file).get("scheduler"),
+        limits=config.agent.limits,
     )
 
 

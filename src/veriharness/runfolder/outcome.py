@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from veriharness._util.containment import Enforcement, Limit
 from veriharness.runfolder._files import JsonFile, read_object, salvage
 
 __all__ = [
     "AGENT_OUTCOME",
+    "AppliedLimits",
     "EXTERNAL_OUTCOME",
     "NAME",
     "AgentOutcome",
@@ -32,8 +34,24 @@ __all__ = [
 NAME = "outcome.json"
 
 Status = Literal[
-    "ok", "failed", "timeout", "max_turns", "budget_exhausted", "not_started", "infra_error"
+    "ok",
+    "failed",
+    "timeout",
+    "max_turns",
+    "resource_limit",
+    "budget_exhausted",
+    "not_started",
+    "infra_error",
 ]
+
+
+class AppliedLimits(BaseModel):
+    """How the session's limits (config `agent.limits`) were enforced, each by what and at
+    which value; `unavailable` says the machine offered no mechanism, and why."""
+
+    memory: Enforcement
+    processes: Enforcement
+    disk: Enforcement
 
 
 class SessionUsage(BaseModel):
@@ -98,6 +116,9 @@ class AgentOutcome(BaseModel):
     answer_present: bool = False
     claude_version: str | None = None
     sandboxed: bool | None = None  # None: recorded before the session boundary moved outside
+    session_network: Literal["none", "open"] | None = None  # None: recorded before the setting
+    enforced_limits: AppliedLimits | None = None  # None: not started, or recorded before limits
+    limit: Limit | None = None  # the limit a resource_limit session passed
     offline: bool
     model: str
     user_message: str | None = None  # None only where the session was never started
