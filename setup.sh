@@ -21,7 +21,7 @@ say() { printf 'setup: %s\n' "$*"; }
 
 # --- system packages -----------------------------------------------------------------------
 apt_packages=(chromium tesseract-ocr tesseract-ocr-eng fonts-dejavu-core fonts-liberation bubblewrap nodejs npm)
-[ "$want_test" = 1 ] && apt_packages+=(slurm-wlm munge)
+[ "$want_test" = 1 ] && apt_packages+=(slurm-wlm munge curl)  # curl: the containment tests probe with it
 
 missing=()
 for pkg in "${apt_packages[@]}"; do

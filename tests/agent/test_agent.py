@@ -328,7 +328,9 @@ def test_a_sandboxed_session_sees_only_what_it_needs(tmp_path: Path) -> None:
     claude.chmod(0o755)
     plan = _plan(tmp_path, claude, isolation="bwrap", network="none")
     outcome = run_session(plan)
-    assert outcome.command[0].endswith("bwrap") and "--unshare-pid" in outcome.command
+    # The session's first process joins its cgroup, then becomes bwrap.
+    assert outcome.command[:2] == ["/bin/sh", "-c"] and "cgroup.procs" in outcome.command[2]
+    assert outcome.command[4].endswith("bwrap") and "--unshare-pid" in outcome.command
     seen = (plan.run_dir / "answer" / "answer.html").read_text()
     assert "LEAK-TASK" not in seen and "LEAK-RUN" not in seen, seen
     for hidden in ("SEES-CATALOG", "SEES-TAXONOMY", "SEES-RUN-DIR", "SEES-CHECKOUT"):

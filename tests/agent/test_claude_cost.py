@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent.test_session_boundary import TASK, _plan
+from support.sessions import TASK, offline_plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
-from veriharness.experiment.config import SessionLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.experiment.prices import TokenPrice
 from veriharness.offline.server import running_offline_server
@@ -79,7 +78,7 @@ def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
 ) -> None:
     monkeypatch.setenv("VH_TEST_GATEWAY_KEY", "gateway-key")
     with running_offline_server() as offline, renaming_gateway(offline) as gateway:
-        plan = _plan(
+        plan = offline_plan(
             tmp_path,
             TASK,
             endpoint="gateway",
@@ -89,7 +88,6 @@ def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
             agent_price=SONNET,
             isolation="none",
             network="open",
-            limits=SessionLimits(),
         )
         outcome = run_session(plan)
     assert outcome.status == "ok", outcome.error
@@ -118,7 +116,9 @@ def test_the_proxy_refuses_the_request_after_the_cap_and_the_session_ends(
         replicate=1,
         max_usd=1e-6,  # the first request is admitted and crosses it
     )
-    plan = _plan(tmp_path, TASK, agent_price=SONNET, spend=capped, isolation="none")
+    plan = offline_plan(
+        tmp_path, TASK, agent_price=SONNET, spend=capped, isolation="none", network="open"
+    )
     outcome = run_session(plan)
     assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
     assert "spending cap reached" in (outcome.error or "")

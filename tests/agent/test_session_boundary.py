@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from veriharness._util.programs import find_claude
+from support.sessions import TASK, offline_plan
 from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
-from veriharness.experiment.config import SessionLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.agent_policy import SNOOP_MARKER
 from veriharness.offline.server import running_offline_server
@@ -31,7 +30,6 @@ from veriharness.runfolder.outcome import AgentOutcome
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = "Recreate the screenshot `reference.png` as a single answer.html in the working directory.\n"
 PLANTED = {
     "VH_PLANTED_AGENT_KEY": f"sk-planted-agent-{uuid.uuid4().hex}",
     "ANTHROPIC_API_KEY": f"sk-planted-anthropic-{uuid.uuid4().hex}",
@@ -72,44 +70,6 @@ class Session:
         return results
 
 
-def _plan(tmp_path: Path, system_prompt: str, **overrides: Any) -> SessionPlan:
-    run_dir = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
-    run_dir.mkdir(parents=True)
-    (run_dir / "system_prompt.md").write_text(system_prompt)
-    (run_dir / "run.json").write_text("{}")
-    (tmp_path / "results" / "exp" / "experiment.json").write_text("{}")
-    catalog = tmp_path / "model-catalog.planted.yaml"
-    catalog.write_text((ROOT / "config/model-catalog.offline.yaml").read_text() + PRIVATE_PROFILE)
-    fields: dict[str, Any] = dict(
-        run_dir=run_dir,
-        reference=ROOT / "tasks" / "landing-page" / "reference.png",
-        system_prompt=run_dir / "system_prompt.md",
-        catalog=catalog,
-        taxonomy=ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml",
-        claude=find_claude(),
-        endpoint="offline",
-        base_url=None,
-        api_key_env="ANTHROPIC_API_KEY",
-        model=OFFLINE_AGENT_MODEL,
-        max_turns=20,
-        wall_clock_seconds=300,
-        allowed_tools=["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"],
-        tool_search=False,
-        isolation="bwrap",
-        network="none",
-        limits=SessionLimits(),
-        offline_profiles=True,
-        workspace_root=tmp_path / "workspaces",
-        keep_workspace=False,
-        log_model_requests=True,
-        project=ROOT,
-        label="boundary",
-        infra_retries=0,
-        api_retries=None,
-    )
-    return SessionPlan(**(fields | overrides))
-
-
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -123,9 +83,10 @@ def snooped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         for name, value in PLANTED.items():
             patch.setenv(name, value)
         with running_offline_server(tmp_path / "received.jsonl") as gateway:
-            plan = _plan(
+            plan = offline_plan(
                 tmp_path,
                 TASK + SNOOP_MARKER + "\n",
+                PRIVATE_PROFILE,
                 endpoint="gateway",
                 base_url=gateway,
                 api_key_env="VH_PLANTED_AGENT_KEY",
@@ -137,7 +98,8 @@ def snooped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
 def test_the_snooping_session_still_completes_ok_in_the_sandbox(snooped: Session) -> None:
     outcome = snooped.outcome
     assert (outcome.status, outcome.error) == ("ok", None)
-    assert outcome.sandboxed is True and outcome.command[0].endswith("bwrap")
+    assert outcome.sandboxed is True and outcome.command[4].endswith("bwrap")
+    assert "--unshare-net" in outcome.command and outcome.session_network == "none"
     assert outcome.mllm_connected is True and outcome.answer_present is True
 
 
@@ -191,10 +153,10 @@ def test_every_model_request_went_through_the_proxy_and_is_recorded(snooped: Ses
 def test_without_bubblewrap_the_proxy_and_the_outside_server_are_still_used(
     tmp_path: Path,
 ) -> None:
-    plan = _plan(tmp_path, TASK, isolation="none", network="open")
+    plan = offline_plan(tmp_path, TASK, isolation="none", network="open")
     outcome = run_session(plan)
     assert (outcome.status, outcome.sandboxed, outcome.mllm_connected) == ("ok", False, True)
-    assert outcome.command[0] == str(plan.claude)
+    assert outcome.command[4] == str(plan.claude)  # after the cgroup's joining shell
     assert outcome.environment["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
     assert outcome.environment["ANTHROPIC_API_KEY"] == "***"
     records = read_requests(plan.run_dir / REQUESTS_FILE)

@@ -29,6 +29,7 @@ import os
 import secrets
 import shlex
 import signal
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ __all__ = [
     "cgroup_unavailable_reason",
     "disk_full",
     "find_hierarchy",
+    "limits_unavailable",
+    "network_namespace_unavailable_reason",
     "job_cgroup_limits",
     "mount_tmpfs",
     "tmpfs_unavailable_reason",
@@ -369,6 +372,34 @@ def tmpfs_unavailable_reason(scratch: Path) -> str | None:
     finally:
         probe.rmdir()
     return None
+
+
+def network_namespace_unavailable_reason(bwrap: Path) -> str | None:
+    """None when bwrap can give a process a network namespace of its own; else why not."""
+    try:
+        probe = subprocess.run(
+            [str(bwrap), "--ro-bind", "/", "/", "--unshare-net", "--", "true"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap --unshare-net could not run: {error}"
+    if probe.returncode != 0:
+        return f"bwrap --unshare-net failed: {probe.stderr.strip()[:300]}"
+    return None
+
+
+def limits_unavailable(scratch: Path) -> dict[Limit, str]:
+    """Each limit this machine cannot enforce per session, with the reason."""
+    missing: dict[Limit, str] = {}
+    if reason := cgroup_unavailable_reason():
+        job = job_cgroup_limits()
+        names: tuple[Limit, Limit] = ("memory", "processes")
+        for limit, how in zip(names, job or (None, None), strict=True):
+            if how is None or how.by == "unavailable":
+                missing[limit] = reason
+    if reason := tmpfs_unavailable_reason(scratch):
+        missing["disk"] = reason
+    return missing
 
 
 def disk_full(folders: Iterable[Path]) -> bool:

@@ -26,7 +26,7 @@ from veriharness._util.containment import (
 from veriharness.experiment.config import SessionLimits
 from veriharness.runfolder.outcome import AppliedLimits
 
-__all__ = ["LimitsUnavailable", "SessionLimitsInForce", "describe_hit"]
+__all__ = ["LimitsUnavailable", "SessionLimitsInForce", "describe_hit", "unenforced_refusal"]
 
 
 class LimitsUnavailable(RuntimeError):
@@ -55,18 +55,9 @@ class SessionLimitsInForce:
         self.applied = AppliedLimits(memory=memory, processes=processes, disk=disk)
 
     def refuse_unless_allowed(self, offline: bool) -> None:
-        missing = [
-            name
-            for name, how in self.applied
-            if isinstance(how, Enforcement) and how.by == "unavailable"
-        ]
-        if missing and not offline and not self.limits.allow_unavailable:
-            reasons = "; ".join(f"{name}: {getattr(self.applied, name).note}" for name in missing)
-            raise LimitsUnavailable(
-                f"agent.limits cannot be enforced on this machine ({reasons}); a real model's "
-                "session is not started without them. Run as root or in a SLURM job with a "
-                "cgroup, or set agent.limits.allow_unavailable: true to run without them"
-            )
+        refusal = unenforced_refusal(self.applied, offline, self.limits.allow_unavailable)
+        if refusal:
+            raise LimitsUnavailable(refusal)
 
     def joined(self, command: list[str]) -> list[str]:
         return self.cgroup.joined(command) if self.cgroup else command
@@ -83,6 +74,24 @@ class SessionLimitsInForce:
             self.cgroup.close()
 
 
+def unenforced_refusal(applied: AppliedLimits, offline: bool, allowed: bool) -> str | None:
+    """Why a session must not start without some of its limits, or None: only a real model's
+    session is refused, and only when the config does not allow it."""
+    missing = {
+        name: how.note
+        for name, how in applied
+        if isinstance(how, Enforcement) and how.by == "unavailable"
+    }
+    if not missing or offline or allowed:
+        return None
+    reasons = "; ".join(f"{name}: {note}" for name, note in missing.items())
+    return (
+        f"agent.limits cannot be enforced on this machine ({reasons}); a real model's session "
+        "is not started without them. Run as root or in a SLURM job with a cgroup, or set "
+        "agent.limits.allow_unavailable: true to run without them"
+    )
+
+
 _NO_DISK = "cannot mount a size-limited tmpfs (mounting needs root)"
 
 
@@ -93,5 +102,5 @@ def describe_hit(limit: Limit, limits: SessionLimits) -> str:
             "of the session"
         )
     if limit == "processes":
-        return f"process limit of {limits.processes} reached: the session could not fork"
+        return f"limit of {limits.processes} processes reached: the session could not fork"
     return f"disk limit of {limits.disk_mib} MiB reached: the workspace or its home is full"

@@ -81,6 +81,7 @@ RUN_STATUSES = (
     "failed",
     "timeout",
     "max_turns",
+    "resource_limit",
     "budget_exhausted",
     "missing_answer",
     "not_started",
@@ -263,6 +264,47 @@ class RunFields(TypedDict, total=False):
             "outcome.json:sandboxed",
             "the session ran in the bubblewrap sandbox (null: recorded before this was)",
         ),
+    ]
+    network: Annotated[
+        str | None,
+        Col(
+            "outcome.json:session_network",
+            "agent.network of the session: none (only its model and tool) or open (the "
+            "machine's network); null: recorded before the setting",
+        ),
+    ]
+    limit: Annotated[
+        str | None,
+        Col(
+            "outcome.json:limit",
+            "the limit a resource_limit session passed (memory, processes, disk)",
+        ),
+    ]
+    memory_limit_by: Annotated[
+        str | None,
+        Col(
+            "outcome.json:enforced_limits.memory.by",
+            "what enforced the memory limit (cgroup-v1, cgroup-v2, slurm-job) or unavailable",
+        ),
+    ]
+    memory_limit_mib: Annotated[
+        int | None, Col("outcome.json:enforced_limits.memory.value", "memory limit in MiB")
+    ]
+    processes_limit_by: Annotated[
+        str | None,
+        Col("outcome.json:enforced_limits.processes.by", "what enforced the process limit"),
+    ]
+    processes_limit: Annotated[
+        int | None,
+        Col("outcome.json:enforced_limits.processes.value", "processes and threads at once"),
+    ]
+    disk_limit_by: Annotated[
+        str | None,
+        Col("outcome.json:enforced_limits.disk.by", "what enforced the disk limit (tmpfs)"),
+    ]
+    disk_limit_mib: Annotated[
+        int | None,
+        Col("outcome.json:enforced_limits.disk.value", "workspace and home size limit in MiB"),
     ]
     answer_present: Annotated[
         bool | None, Col("outcome.json:answer_present", "answer.html was produced")

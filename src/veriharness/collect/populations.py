@@ -6,9 +6,10 @@ and every such run is listed with its reason. The side each status falls on (doc
 the table):
 
 - counted: `ok`; `failed` (the session itself failed on what the agent sent: `classify` turns
-  failures of the provider, the sandbox or the CLI into `infra_error`); `timeout` and `max_turns`
-  (the agent's use of its limits); `missing_answer` (no answer.html); `render_failed` at a step
-  the page itself broke (load, capture, dom, full_capture, memory).
+  failures of the provider, the sandbox or the CLI into `infra_error`); `timeout`, `max_turns`
+  and `resource_limit` (the agent's use of its limits: time, turns, memory, processes, disk);
+  `missing_answer` (no answer.html); `render_failed` at a step the page itself broke (load,
+  capture, dom, full_capture, memory).
 - excluded: `infra_error` (after its retries), `budget_exhausted` and `not_started` (the spending
   cap, or never run), `render_failed` in the renderer itself (browser, internal), `score_failed`
   and `collect_failed` (a stage of ours crashed), `missing` (no run folder), and runs that are
@@ -43,7 +44,7 @@ __all__ = [
 
 Population = Literal["itt", "per_protocol"]
 
-COUNTED_STATUSES = ("ok", "failed", "timeout", "max_turns", "missing_answer")
+COUNTED_STATUSES = ("ok", "failed", "timeout", "max_turns", "resource_limit", "missing_answer")
 EXCLUDED_STATUSES = {
     "infra_error": "the infrastructure failed the session (after its retries)",
     "budget_exhausted": "ended by the spending cap",

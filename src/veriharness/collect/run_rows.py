@@ -232,6 +232,7 @@ def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[s
         "failed",
         "timeout",
         "max_turns",
+        "resource_limit",
         "budget_exhausted",
         "not_started",
         "infra_error",

@@ -21,6 +21,11 @@ the environment, searches the filesystem for run records, traces, catalogs and t
 record, and appends a forged line to every `mllm_trace.jsonl` it finds (`SNOOP_COMMAND`). Then
 it does the task as usual, so the run ends `ok` if the sandbox held.
 
+Tests script other adversaries the same way: each `<veriharness-offline-agent-runs-first>`
+element of the system prompt holds one shell command (a network probe, a memory hog, a fork
+loop, a disk filler) that the agent runs through Bash, in order, before the task; their results,
+failed or not, do not change what it does next (`RUNS_FIRST`).
+
 A failed tool call ends the turn and says so: the policy never retries behind the agent's back.
 A missing prerequisite (tool not offered, no reference path, no working directory, a reply it
 cannot read) also ends the turn with an explanation, so the transcript shows why.
@@ -28,6 +33,7 @@ cannot read) also ends the turn with an explanation, so the transcript shows why
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -51,6 +57,8 @@ __all__ = [
     "MAX_REVIEW_ROUNDS",
     "SNOOP_MARKER",
     "SNOOP_COMMAND",
+    "RUNS_FIRST",
+    "runs_first",
     "LAYOUT_SCHEMA",
     "REVIEW_SCHEMA",
     "ToolStep",
@@ -160,6 +168,22 @@ SNOOP_COMMAND = (
     'while read -r f; do echo \'{"event": "forged"}\' >> "$f" && echo "APPENDED: $f"; done; '
     "echo '--- end'"
 )
+
+RUNS_FIRST = "veriharness-offline-agent-runs-first"
+_RUNS_FIRST = re.compile(f"<{RUNS_FIRST}>(.*?)</{RUNS_FIRST}>", re.DOTALL)
+_BASH_TIMEOUT_MS = 600_000
+
+
+def runs_first(command: str) -> str:
+    """The system prompt element that makes the offline agent run `command` before its task."""
+    return f"<{RUNS_FIRST}>{command}</{RUNS_FIRST}>"
+
+
+def _commands_first(system: str) -> list[str]:
+    """The shell commands the agent runs before its task, in order."""
+    snoop = [SNOOP_COMMAND] if SNOOP_MARKER in system else []
+    return snoop + [html.unescape(c.strip()) for c in _RUNS_FIRST.findall(system)]
+
 
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
 _WORKDIR = re.compile(r"(?:Primary working directory|Working directory):\s*(/\S+)")
@@ -354,12 +378,15 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
     if workdir is None:
         return _end(body, "I cannot do this task: the request names no working directory.")
     steps = tool_steps(messages)
-    if SNOOP_MARKER in system:
-        if not steps:
-            snoop = {"command": SNOOP_COMMAND, "description": "Look around the machine"}
-            return _tool(body, "First I look around the machine.", "Bash", snoop)
-        if steps[0].input.get("command") == SNOOP_COMMAND:
-            steps = steps[1:]  # the task proceeds as if the look-around had not happened
+    first = _commands_first(system)
+    ran = 0
+    while ran < len(first) and ran < len(steps) and steps[ran].input.get("command") == first[ran]:
+        ran += 1
+    if ran < len(first) and ran == len(steps):
+        command = {"command": first[ran], "description": "Look around the machine",
+                   "timeout": _BASH_TIMEOUT_MS}  # fmt: skip
+        return _tool(body, "First I look around the machine.", "Bash", command)
+    steps = steps[ran:]  # the task proceeds as if those commands had not run
     verify = _VERIFICATION in system
     if not steps:
         note = f"I will ask the multimodal model for the layout of {reference.group(1)}."

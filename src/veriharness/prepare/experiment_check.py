@@ -15,11 +15,14 @@ It sits in the prepare stage, above the run folder, because the guard reads earl
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from veriharness._util.containment import limits_unavailable, network_namespace_unavailable_reason
+from veriharness._util.programs import MissingTool, find_bwrap
 from veriharness.experiment.catalog import CatalogError, ProviderSettings
 from veriharness.experiment.config import ExperimentConfig
 from veriharness.experiment.definition import (
@@ -45,6 +48,8 @@ __all__ = [
     "ModelCheckError",
     "PaidRunsWouldBeRedone",
     "START_ERRORS",
+    "ContainmentUnavailable",
+    "check_containment",
     "check_models",
     "changed_inputs",
     "paid_runs_to_redo",
@@ -140,7 +145,9 @@ class PaidRunsWouldBeRedone(RuntimeError):
     """Finished paid runs would be redone because their inputs changed, and that was not asked."""
 
 
-_SESSION_HAPPENED = frozenset({"ok", "failed", "timeout", "max_turns", "budget_exhausted"})
+_SESSION_HAPPENED = frozenset(
+    {"ok", "failed", "timeout", "max_turns", "resource_limit", "budget_exhausted"}
+)
 _SHOWN_RUNS = 20
 
 
@@ -228,7 +235,45 @@ def guard_paid_runs(defn: Definition, record: ExperimentRecord, experiment_dir: 
         print(f"superseded {run.relative_to(experiment_dir)} ({'; '.join(changes)}) -> {moved}")
 
 
-START_ERRORS = (*DEFINITION_ERRORS, ModelCheckError, PaidRunsWouldBeRedone)
+class ContainmentUnavailable(RuntimeError):
+    """The machine cannot hold the sessions as the config asks, and the config does not allow
+    running without it."""
+
+
+def check_containment(config: ExperimentConfig) -> None:
+    """Refuse an experiment whose sessions this machine cannot contain: `agent.network: none`
+    without a network namespace (every session would fail), or a real model without its
+    limits unless `agent.limits.allow_unavailable`. `run-agent` checks again where each
+    session runs (a cluster node may differ from this machine)."""
+    agent = config.agent
+    if agent.isolation == "bwrap" and agent.network == "none":
+        try:
+            reason = network_namespace_unavailable_reason(find_bwrap())
+        except MissingTool as not_installed:
+            reason = str(not_installed)
+        if reason:
+            raise ContainmentUnavailable(
+                f"agent.network is 'none' but {reason}; set agent.network: open to share the "
+                "machine's network with the sessions (recorded in every run's identity)"
+            )
+    if agent.endpoint == "offline" or agent.limits.allow_unavailable:
+        return
+    missing = limits_unavailable(Path(tempfile.gettempdir()))
+    if missing:
+        named = "; ".join(f"{limit}: {reason}" for limit, reason in missing.items())
+        raise ContainmentUnavailable(
+            f"agent.limits cannot be enforced on this machine ({named}); a real model's "
+            "sessions are not started without them. Run as root or in a SLURM job with a "
+            "cgroup, or set agent.limits.allow_unavailable: true"
+        )
+
+
+START_ERRORS = (
+    *DEFINITION_ERRORS,
+    ModelCheckError,
+    PaidRunsWouldBeRedone,
+    ContainmentUnavailable,
+)
 
 
 def check_experiment(
@@ -237,6 +282,7 @@ def check_experiment(
     """The experiment's definition and record, once its models are checked and its finished
     paid runs guarded (`START_ERRORS` say why not)."""
     defn = load_definition(config, root, config_file)
+    check_containment(config)
     model_check = check_models(defn) if config.check_models else ModelsNotChecked()
     record = build_experiment_record(defn, model_check)
     guard_paid_runs(defn, record, experiment_dir)

@@ -187,6 +187,8 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
 
     facts = [
         ["agent model", f"{agent.get('model', '?')} (endpoint {agent.get('endpoint', '?')})"],
+        ["sessions could reach", _network_text(agent, current)],
+        ["session limits", _limits_text(current)],
         ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
         [
             "inputs commit",
@@ -226,6 +228,44 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         f"{left_html}{_flag_rates_html(exp_dir)}"
         f"<h2>Experiment</h2>{_table(facts, ['', ''])}"
     )
+
+
+_NETWORK = {
+    "none": "only their model proxy and mllm server (agent.network: none)",
+    "open": "the machine's whole network, and so the web (agent.network: open)",
+}
+
+
+def _network_text(agent: dict[str, Any], runs: pd.DataFrame) -> str:
+    """What the sessions could reach: the config's setting, and the runs' own where they differ
+    (runs recorded before the setting existed say nothing)."""
+    stated = str(agent.get("network", "open"))
+    seen = sorted(set(runs["network"].dropna())) if "network" in runs else []
+    text = _NETWORK.get(stated, stated)
+    others = [value for value in seen if value != stated]
+    return text + (f"; some runs had {', '.join(others)}" if others else "")
+
+
+def _limits_text(runs: pd.DataFrame) -> str:
+    """Each limit as the runs had it enforced: value and mechanism, every distinct one."""
+    parts = []
+    for label, by, value, unit in (
+        ("memory", "memory_limit_by", "memory_limit_mib", " MiB"),
+        ("processes", "processes_limit_by", "processes_limit", ""),
+        ("disk", "disk_limit_by", "disk_limit_mib", " MiB"),
+    ):
+        if by not in runs:
+            continue
+        kinds = runs[[by, value]].dropna(subset=[by]).drop_duplicates()
+        shown = [
+            f"{_number(v)}{unit} ({b})" if b != "unavailable" else "unavailable"
+            for b, v in kinds.itertuples(index=False)
+        ]
+        if shown:
+            parts.append(f"{label} " + " / ".join(shown))
+    hit = runs["limit"].dropna().value_counts() if "limit" in runs else pd.Series(dtype=int)
+    passed = ", ".join(f"{n} run(s) past {name}" for name, n in hit.items())
+    return ("; ".join(parts) or "not recorded") + (f"; {passed}" if passed else "")
 
 
 _COMPARISON_COLUMNS = (
@@ -348,6 +388,7 @@ def _run_facts(row: Any, offline: bool) -> tuple[tuple[str, str], ...]:
     facts = [
         ("status (tables)", str(values.get("status"))),
         ("reason", str(values.get("reason") or "")),
+        ("network", "not recorded" if pd.isna(network := values.get("network")) else network),
     ]
     facts.append(("spend (our prices)", money(values.get("cost_usd"))))
     if not offline:

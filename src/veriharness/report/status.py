@@ -41,7 +41,7 @@ __all__ = [
 _HEAD_BYTES = 512
 _STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 _REASON = re.compile(rb'"reason":\s*(?:"([a-z_]+)"|null)')
-_DONE = frozenset({"ok", "max_turns", "timeout"})
+_DONE = frozenset({"ok", "max_turns", "timeout", "resource_limit"})
 _RATE_LINES = 200
 COLUMNS = ("runs", "done", "running", "failed", "stopped", "to_go")
 
