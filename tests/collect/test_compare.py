@@ -148,9 +148,7 @@ def test_each_status_falls_on_its_declared_side(
 def test_a_status_without_a_rule_is_refused_by_name() -> None:
     runs = _runs([("A", "t1", 1, 0.5, 1.0), ("B", "t1", 1, 0.9, 1.0)])
     runs.loc[1, "status"] = "quarantined"
-    with pytest.raises(
-        compare.ComparisonError, match=r"\['quarantined'\] have no analysis rule"
-    ):
+    with pytest.raises(compare.ComparisonError, match=r"\['quarantined'\] have no analysis rule"):
         compare.compare_conditions(runs, "A", "B", resamples=50)
 
 

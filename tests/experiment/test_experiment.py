@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -306,3 +307,26 @@ def test_a_capped_real_experiment_must_price_every_model(tmp_path: Path, provide
     assert proc.returncode == 0, proc.stderr
     # Without a cap an unpriced model is allowed (its requests get no cost).
     assert check(root, env=env).returncode == 0
+
+
+def test_network_none_is_refused_where_bwrap_cannot_make_a_network_namespace(
+    tmp_path: Path,
+) -> None:
+    """A machine whose bwrap may not create namespaces (as some clusters set it up): a fake
+    bwrap first on PATH answers as the real one does there."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+    )
+    (fake / "bwrap").chmod(0o755)
+    root = make_project(tmp_path / "p")
+    env = {"PATH": f"{fake}:{os.environ['PATH']}"}
+    proc = check(root, env=env)
+    assert proc.returncode != 0
+    assert "agent.network is 'none'" in proc.stderr
+    assert "No permissions to create new namespace" in proc.stderr
+    assert "agent.network: open" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (root / "results" / "t" / "experiment.json").exists()
+    opened = make_project(tmp_path / "open", config={"agent": {"network": "open"}})
+    assert check(opened, env=env).returncode == 0
