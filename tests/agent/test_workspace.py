@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from veriharness.agent.workspace import (
     check_workspace_root,
     copy_answer,
     create_workspace,
+    remove_workspace,
 )
 
 
@@ -80,3 +82,28 @@ def test_copy_answer_without_entrypoint_reports_it(tmp_path: Path) -> None:
     answer = tmp_path / "answer"
     assert copy_answer(workspace, answer) is False
     assert answer.is_dir() and not any(answer.iterdir())
+
+
+def test_a_limited_workspace_is_a_tmpfs_of_its_size_and_is_unmounted_after(
+    tmp_path: Path, project: Path, reference: Path
+) -> None:
+    root = tmp_path / "ws"
+    workspace = create_workspace(root, project, reference, "c-t-r1", disk_mib=8)
+    assert os.path.ismount(workspace) and (workspace / "reference.png").exists()
+    assert os.statvfs(workspace).f_blocks * os.statvfs(workspace).f_frsize == 8 << 20
+    remove_workspace(workspace)
+    assert not workspace.exists() and str(workspace) not in Path("/proc/self/mounts").read_text()
+
+
+def test_a_kept_limited_workspace_keeps_the_agents_files_off_the_tmpfs(
+    tmp_path: Path, project: Path, reference: Path
+) -> None:
+    workspace = create_workspace(tmp_path / "ws", project, reference, "c-t-r1", disk_mib=8)
+    (workspace / "checks").mkdir()
+    (workspace / "checks" / "render.png").write_bytes(b"draft")
+    (workspace / "link").symlink_to("checks/render.png")
+    remove_workspace(workspace, keep=True)
+    assert not os.path.ismount(workspace)
+    assert (workspace / "checks" / "render.png").read_bytes() == b"draft"
+    assert (workspace / "link").is_symlink() and (workspace / "reference.png").exists()
+    assert sorted(p.name for p in workspace.parent.iterdir()) == [workspace.name]
