@@ -58,6 +58,7 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         label="cond-task-r1",
         infra_retries=0,
         api_retries=None,
+        pace=True,
     )
     fields.update(overrides)
     (tmp_path / "project").mkdir(exist_ok=True)

@@ -65,6 +65,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         label="cond-task-r1",
         infra_retries=0,
         api_retries=0,
+        pace=True,
     )
     fields.update(overrides)
     return SessionPlan(**fields)

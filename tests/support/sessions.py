@@ -52,5 +52,6 @@ def offline_plan(
         label="boundary",
         infra_retries=0,
         api_retries=None,
+        pace=True,
     )
     return SessionPlan(**(fields | overrides))

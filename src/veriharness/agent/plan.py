@@ -75,6 +75,7 @@ class SessionPlan(BaseModel):
     label: str
     infra_retries: int
     api_retries: int | None  # Claude Code's own retries of a failed API request
+    pace: bool  # hold requests to the provider's shared pace (pace/)
     spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
     agent_price: TokenPrice | None = None
     model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
@@ -135,6 +136,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         label="-".join(run_dir.parts[-3:]),
         infra_retries=execution.infra_retries,
         api_retries=execution.api_retries,
+        pace=execution.pace,
         spend=spend,
         agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
         model_prices=dict(config.prices.models),

@@ -6,12 +6,14 @@
 1. checks the token (`x-api-key`, or `Authorization: Bearer`); without it the request is
    answered 401 in Anthropic's error shape, recorded, and goes nowhere;
 2. asks the admission check, if one was given (`admit`), which may refuse it (`Refusal`);
+   then, with a `ProviderPace`, holds it until the provider's shared pace allows it (`held_ms`);
 3. sends it upstream (Anthropic, a gateway, or the embedded offline model) with the real key in
    `x-api-key` and without the session's token or any other credential header of the session;
 4. streams the answer back as it arrives: every chunk read from upstream is written to the agent
    before it is looked at, so server-sent events pass unchanged and unbuffered; usage and the
    stop reason are read from the events as they pass;
-5. appends one `AgentRequest` line to the record file.
+5. appends one `AgentRequest` line to the record file, and tells the pace what the answer said
+   (its status, rate-limit headers and usage).
 
 Faults upstream reach the agent as they would from the provider itself: an HTTP error passes
 through as it came; a refused or failed connection ends the agent's connection without an answer
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import hmac
 import http.client
+import itertools
 import json
 import re
 import socket
@@ -44,8 +47,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
+from veriharness.pace.provider_pace import ProviderPace
 from veriharness.runfolder.agent_requests import AgentRequest
-from veriharness.spend.prices import unpriced_reason
+from veriharness.spend.prices import BYTES_PER_INPUT_TOKEN, unpriced_reason
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -208,8 +212,11 @@ class ModelProxy(ThreadingHTTPServer):
         record_path: Path,
         admit: Admit | None = None,
         on_record: Callable[[AgentRequest], None] | None = None,
+        pace: ProviderPace | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.pace = pace
+        self._request_ids = itertools.count(1)
         self.upstream = upstream
         self.token = token
         self.record_path = record_path
@@ -319,8 +326,10 @@ class _Handler(BaseHTTPRequestHandler):
             refusal = self._refusal(record, body)
             if refusal is not None:
                 self._refuse(refusal, record)
-            else:
+            elif self.server.pace is None or not _paced(record):
                 self._forward(body, record, began)
+            else:
+                self._forward_paced(self.server.pace, body, record, began)
         except Exception as error:  # a fault here ends this request, never the proxy
             record.setdefault("error", f"proxy: {type(error).__name__}: {error}")
             self.close_connection = True
@@ -384,6 +393,20 @@ class _Handler(BaseHTTPRequestHandler):
             error=f"refused by the proxy: {refusal.error_type}: {refusal.message}",
         )
 
+    def _forward_paced(
+        self, pace: ProviderPace, body: bytes, record: dict[str, Any], began: float
+    ) -> None:
+        request_id = f"{id(self.server)}-{next(self.server._request_ids)}"
+        held = pace.hold(-(-len(body) // BYTES_PER_INPUT_TOKEN), request_id)
+        record["held_ms"] = round(held * 1000, 3)
+        self._answer_headers: dict[str, str] = {}
+        try:
+            self._forward(body, record, began)
+        finally:
+            pace.observe(
+                request_id, record.get("status"), self._answer_headers, _tokens(record), held
+            )
+
     def _forward(self, body: bytes, record: dict[str, Any], began: float) -> None:
         upstream = self.server.upstream
         try:
@@ -399,6 +422,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop_connection()
             return
         record["status"] = response.status
+        self._answer_headers = dict(response.getheaders())
         streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
         record["streamed"] = streamed
         length = response.getheader("Content-Length")
@@ -521,6 +545,20 @@ def _mark_unpriced(record: dict[str, Any], body: bytes) -> None:
         record["max_tokens"] = limit
 
 
+def _paced(record: dict[str, Any]) -> bool:
+    """Only model requests count against a provider's pace (not Claude Code's other calls)."""
+    return record.get("method") == "POST" and str(record.get("path", "")).endswith("/messages")
+
+
+def _tokens(record: dict[str, Any]) -> int | None:
+    """The tokens a provider's per-minute limit counts of an answered request: input, output
+    and cache writes (cache reads are not counted by Anthropic's limits)."""
+    tokens_in, tokens_out = record.get("input_tokens"), record.get("output_tokens")
+    if tokens_in is None or tokens_out is None:
+        return None
+    return int(tokens_in) + int(tokens_out) + int(record.get("cache_creation_input_tokens") or 0)
+
+
 def _model_of(body: bytes) -> str | None:
     """The request's `model`. Claude Code's bodies start with it, and a body with images can
     run to megabytes, so it is read from the start when it is there and parsed only otherwise."""
@@ -548,9 +586,10 @@ def running_proxy(
     record_path: Path,
     admit: Admit | None = None,
     on_record: Callable[[AgentRequest], None] | None = None,
+    pace: ProviderPace | None = None,
 ) -> Iterator[str]:
     """Serve the proxy on 127.0.0.1 at a free port in a background thread; yield its URL."""
-    proxy = ModelProxy(upstream, token, record_path, admit, on_record)
+    proxy = ModelProxy(upstream, token, record_path, admit, on_record, pace)
     thread = threading.Thread(target=proxy.serve_forever, name="veriharness-proxy", daemon=True)
     thread.start()
     try:

@@ -74,6 +74,7 @@ from veriharness.agent.workspace import (
 from veriharness.experiment.catalog import OFFLINE_URL_ENV
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
+from veriharness.pace.provider_pace import ProviderPace, pace_dir
 from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted, read_trace
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
@@ -122,6 +123,8 @@ class SessionFacts(BaseModel):
     workspace_kept: bool
     started_at: str
     user_message: str
+    admission_wait_seconds: float | None = None
+    paced_seconds: float | None = None
     command: list[str] | None = None
     environment: dict[str, str] = {}
     session_seconds: float | None = None
@@ -172,7 +175,9 @@ def _mllm_spend_json(plan: SessionPlan) -> str:
     prices = {
         name: price.model_dump() if price else None for name, price in plan.profile_prices.items()
     }
-    return json.dumps({"prices": prices, "ledger": plan.ledger.model_dump(mode="json")})
+    return json.dumps(
+        {"prices": prices, "ledger": plan.ledger.model_dump(mode="json"), "paced": plan.pace}
+    )
 
 
 @contextmanager
@@ -278,6 +283,8 @@ def _run_attempt(
     except BudgetExhausted as refused:
         return _not_started_for_budget(plan, started, clock, str(refused))
     charges = AgentCharges(gate, plan.model, plan.agent_price, plan.model_prices)
+    pace = ProviderPace(pace_dir(plan.ledger.experiment_dir), AGENT_PACE) if plan.pace else None
+    waited = _wait_for_pace(pace, plan.label) if pace else None
     disk = plan.limits.disk_mib
     workspace = create_workspace(
         plan.workspace_root, plan.project, plan.reference, plan.label, disk
@@ -294,6 +301,7 @@ def _run_attempt(
         workspace_kept=plan.keep_workspace,
         started_at=started,
         user_message=USER_MESSAGE,
+        admission_wait_seconds=waited,
     )
     limits: SessionLimitsInForce | None = None
     try:
@@ -304,7 +312,9 @@ def _run_attempt(
         limits.refuse_unless_allowed(plan.offline)
         admit_all = budget_admit(gate, admit)
         record_all = each_record(charges.charge, on_record)
-        end = _run_claude(plan, workspace, folder, facts, limits, redact, admit_all, record_all)
+        end = _run_claude(
+            plan, workspace, folder, facts, limits, pace, redact, admit_all, record_all
+        )
         outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
     except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
         outcome = _failed_outcome(plan, facts, error, redact, clock)
@@ -325,6 +335,7 @@ def _run_claude(
     folder: _SessionFolder,
     facts: SessionFacts,
     limits: SessionLimitsInForce,
+    pace: ProviderPace | None,
     redact: Redactor,
     admit: Admit,
     on_record: Callable[[AgentRequest], None],
@@ -340,7 +351,7 @@ def _run_claude(
         upstream = upstream_for(plan, offline_url)
         requests = plan.run_dir / REQUESTS_FILE
         proxy_url = stack.enter_context(
-            running_proxy(upstream, session_token, requests, admit, on_record)
+            running_proxy(upstream, session_token, requests, admit, on_record, pace)
         )
         port_file = folder.path / "mllm.port"
         mllm_url = stack.enter_context(
@@ -368,8 +379,9 @@ def _run_claude(
         command = limits.joined(command)
         facts.command, facts.environment = command, recorded_env
         session_clock = time.monotonic()
-        end = _run_process(command, env, workspace, plan, redact, limits)
+        end = _run_process(command, env, workspace, plan, redact, limits, pace)
         facts.session_seconds = round(time.monotonic() - session_clock, 3)
+        facts.paced_seconds = round(pace.held_s, 3) if pace else None
     return end
 
 
@@ -392,6 +404,26 @@ def _behind_bridge(
 
 
 _BRIDGE_SCRIPT = Path(__file__).with_name("bridge.py")
+
+
+AGENT_PACE = "agent"
+_PACE_WAITING = "waiting"
+
+
+def _wait_for_pace(pace: ProviderPace, label: str) -> float:
+    """Before a session starts: wait while the agent's provider is saturated (a 429's
+    retry-after, or its stated per-minute limit reached), which costs nothing; a marker under
+    `pace/waiting/` lets `status` count the waiting sessions. Returns the seconds waited."""
+    began = time.monotonic()
+    marker = pace.state_path.parent / _PACE_WAITING / label
+    try:
+        while (wait := pace.saturated_for()[0]) > 0:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            time.sleep(min(wait, 5.0))
+    finally:
+        marker.unlink(missing_ok=True)
+    return round(time.monotonic() - began, 3)
 
 
 def _ended_outcome(
@@ -491,6 +523,8 @@ def _outcome(
         workspace_kept=facts.workspace_kept,
         started_at=facts.started_at,
         user_message=facts.user_message,
+        admission_wait_seconds=facts.admission_wait_seconds,
+        paced_seconds=facts.paced_seconds,
         command=facts.command or [],
         environment=facts.environment,
         session_seconds=facts.session_seconds,
@@ -571,6 +605,7 @@ def _run_process(
     plan: SessionPlan,
     redact: Redactor,
     limits: SessionLimitsInForce,
+    pace: ProviderPace | None,
 ) -> _ProcessEnd:
     stderr_path = plan.run_dir / "claude_stderr.log"
     with (
@@ -595,7 +630,7 @@ def _run_process(
                 target=_copy_lines, args=(process.stdout, transcript, redact), daemon=True
             )
             pump.start()
-            timed_out, limit = _wait(process, plan, limits)
+            timed_out, limit = _wait(process, plan, limits, pace)
             if process.returncode is None:  # out of time, a cap or a limit was reached
                 _kill_group(process)
         except BaseException:
@@ -609,15 +644,19 @@ def _run_process(
 
 
 def _wait(
-    process: subprocess.Popen[str], plan: SessionPlan, limits: SessionLimitsInForce
+    process: subprocess.Popen[str],
+    plan: SessionPlan,
+    limits: SessionLimitsInForce,
+    pace: ProviderPace | None,
 ) -> tuple[bool, Limit | None]:
-    """Wait for the session to end; (True, None) when the wall clock ran out first. Returns
-    early when a spending cap refused one of the run's requests (``budget_stop.json``
-    appeared), or with the limit the session passed."""
+    """Wait for the session to end; (True, None) when the wall clock ran out first. The time
+    the proxy held requests to the provider's pace is not the agent's: it extends the wall
+    clock. Returns early when a spending cap refused one of the run's requests
+    (``budget_stop.json`` appeared), or with the limit the session passed."""
     deadline = time.monotonic() + plan.wall_clock_seconds
     stop_file = plan.run_dir / STOP_NAME
     while True:
-        left = deadline - time.monotonic()
+        left = deadline + (pace.held_s if pace else 0.0) - time.monotonic()
         if left <= 0:
             return True, None
         try:

@@ -301,6 +301,11 @@ class ExecutionSettings(_Strict):
     it and run again to go on with exactly the runs left."""
     max_usd_per_run: float | None = Field(default=None, ge=0)
     """Spending cap of one run in USD, checked like max_usd; null for none."""
+    pace: bool = True
+    """Hold each model request (agent and CallMLLM) until its provider's pace allows it: a 429
+    or 529's retry-after blocks every session of the experiment, and stated per-minute limits
+    are kept to; new sessions wait while the provider is saturated. Nothing is ever re-sent.
+    false sends each request as it comes (to compare)."""
 
 
 class ExecutionRecord(ExecutionSettings):

@@ -27,7 +27,9 @@ the base URL or the key.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import os
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -39,6 +41,8 @@ import httpx
 from veriharness.experiment.catalog import ProviderSettings
 from veriharness.experiment.tool_contract import JsonOutput, TextOutput
 from veriharness.mllm.images import PreparedImage
+from veriharness.pace.provider_pace import ProviderPace
+from veriharness.spend.prices import BYTES_PER_INPUT_TOKEN
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -57,15 +61,17 @@ __all__ = [
 
 ANTHROPIC_VERSION = "2023-06-01"
 _BODY_EXCERPT_CHARS = 300
+_REQUEST_IDS = itertools.count(1)
 ErrorType = Literal["connection", "timeout", "http_status", "bad_response"]
 
 
 class ProviderError(RuntimeError):
     """The provider could not be reached or did not answer in its API's shape."""
 
-    def __init__(self, error_type: ErrorType, message: str) -> None:
+    def __init__(self, error_type: ErrorType, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.error_type: ErrorType = error_type
+        self.status = status  # the HTTP status, when the provider answered one
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class ModelReply:
     stop_reason: str | None = None  # as the provider says it (finish_reason / stop_reason)
     truncated: bool = False  # the provider stopped at the output token limit
     request_bytes: int = 0  # the size of the request body sent (for the estimate of P-36)
+    held_ms: float | None = None  # held before it was sent, to keep to the provider's pace
 
 
 def contract_text(output: TextOutput | JsonOutput) -> str | None:
@@ -181,10 +188,39 @@ class Backend(ABC):
     def _scrub(self, text: str) -> str:
         return text.replace(self._base_url, "<base_url>")
 
-    def send(self, client: httpx.Client, request: ModelRequest) -> ModelReply:
-        """Exactly one POST; every fault becomes a ``ProviderError``."""
+    def send(
+        self, client: httpx.Client, request: ModelRequest, pace: ProviderPace | None = None
+    ) -> ModelReply:
+        """Exactly one POST, held first until the provider's shared pace allows it (`pace`);
+        every fault becomes a ``ProviderError``."""
         headers = {"content-type": "application/json", **self.headers()}
         content = self.encode(request)
+        if pace is None:
+            return self._post(client, content, headers)
+        request_id = f"{os.getpid()}-{next(_REQUEST_IDS)}"
+        held = pace.hold(-(-len(content) // BYTES_PER_INPUT_TOKEN), request_id)
+        status: int | None = None
+        answer_headers: dict[str, str] = {}
+        tokens = None
+        try:
+            reply = self._post(client, content, headers, answer_headers)
+            status = 200
+            if reply.input_tokens is not None and reply.output_tokens is not None:
+                tokens = reply.input_tokens + reply.output_tokens
+            return replace(reply, held_ms=round(held * 1000, 3))
+        except ProviderError as error:
+            status = error.status
+            raise
+        finally:
+            pace.observe(request_id, status, answer_headers, tokens, held)
+
+    def _post(
+        self,
+        client: httpx.Client,
+        content: bytes,
+        headers: dict[str, str],
+        answer_headers: dict[str, str] | None = None,
+    ) -> ModelReply:
         try:
             response = client.post(self.url, content=content, headers=headers)
         except httpx.TimeoutException as error:
@@ -199,11 +235,14 @@ class Backend(ABC):
                 "connection",
                 self._scrub(f"cannot reach the model provider: {type(error).__name__}: {error}"),
             ) from None
+        if answer_headers is not None:
+            answer_headers.update(response.headers)
         if response.status_code >= 400:
             excerpt = response.text[:_BODY_EXCERPT_CHARS]
             raise ProviderError(
                 "http_status",
                 self._scrub(f"the model provider answered HTTP {response.status_code}: {excerpt}"),
+                status=response.status_code,
             )
         try:
             reply = self.parse(response.json())

@@ -80,6 +80,7 @@ from veriharness.mllm.backends import (
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.trace import TraceWriter, now
+from veriharness.pace.provider_pace import ProviderPace, pace_dir
 from veriharness.runfolder.mllm_trace import (
     CallCompleted,
     CallFailed,
@@ -111,6 +112,9 @@ class MllmSpend(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
     ledger: SpendSettings | None = None
+    # Hold each call to its profile's provider pace (pace/), shared through the ledger's
+    # experiment folder; needs the ledger.
+    paced: bool = False
 
 
 class CallService:
@@ -132,6 +136,7 @@ class CallService:
         self.gate = SpendGate(self.spend.ledger) if self.spend.ledger is not None else None
         self._lock = threading.Lock()
         self._clients: dict[str, httpx.Client] = {}
+        self._paces: dict[str, ProviderPace] = {}
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -191,7 +196,7 @@ class CallService:
         client = self._client(profile.name, profile.provider)
         begun = time.perf_counter()
         try:
-            reply = backend.send(client, model_request)
+            reply = backend.send(client, model_request, self._pace(profile.name))
         except ProviderError as error:
             self.trace.write(
                 CallFailed(
@@ -227,6 +232,7 @@ class CallService:
                 provider_model=reply.provider_model,
                 stop_reason=reply.stop_reason,
                 truncated=reply.truncated,
+                held_ms=reply.held_ms,
                 cost_usd=cost,
                 cost_unpriced_reason=unpriced,
                 estimated_usd=estimated,
@@ -267,6 +273,17 @@ class CallService:
         if self.gate is not None:
             self.gate.charge("mllm", profile, call_id, tokens, cost)
         return cost, None, None
+
+    def _pace(self, profile: str) -> ProviderPace | None:
+        ledger = self.spend.ledger
+        if not self.spend.paced or ledger is None:
+            return None
+        with self._lock:
+            if profile not in self._paces:
+                self._paces[profile] = ProviderPace(
+                    pace_dir(ledger.experiment_dir), f"mllm-{profile}"
+                )
+            return self._paces[profile]
 
     def _client(self, name: str, settings: ProviderSettings) -> httpx.Client:
         with self._lock:

@@ -38,6 +38,9 @@ class AgentRequest(BaseModel):
     # request's own max_tokens, which the caps count as its output in a conservative estimate.
     cost_unpriced_reason: str | None = None
     max_tokens: int | None = None
+    # How long the proxy held the request before sending it, to keep to the provider's pace
+    # (pace/); part of total_ms, and not the model's time.
+    held_ms: float | None = None
 
 
 AGENT_REQUESTS = JsonLinesFile(NAME, AgentRequest)

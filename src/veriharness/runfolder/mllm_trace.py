@@ -114,6 +114,11 @@ class CallCompleted(_Model):
         description="What the spending caps counted for the call when its usage was not "
         "reported (a conservative estimate, P-36); null otherwise.",
     )
+    held_ms: float | None = Field(
+        default=None,
+        description="How long the call was held before it was sent, to keep to its provider's "
+        "pace (part of latency_ms); null when it was not paced.",
+    )
 
 
 class CallFailed(_Model):

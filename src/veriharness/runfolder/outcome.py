@@ -110,6 +110,10 @@ class AgentOutcome(BaseModel):
     duration_api_ms: int | None = None
     wall_seconds: float = 0.0
     session_seconds: float | None = None  # the claude process alone, from start to exit
+    # Waits for the provider's pace (pace/), not the agent's time: before the session started,
+    # and the proxy's holds of its requests (which extend its wall clock).
+    admission_wait_seconds: float | None = None
+    paced_seconds: float | None = None
     session_id: str | None = None
     mllm_connected: bool | None = None
     session_tools: list[str] | None = None  # the tools the session's init event listed
