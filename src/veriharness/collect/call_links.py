@@ -241,6 +241,7 @@ def _call_row(seq: int, call: TraceCall, errors: list[str]) -> CallFields:
             row["cost_usd"] = typed_value(end.get("cost_usd"), "Float64", where, errors)
             row["estimated_usd"] = typed_value(end.get("estimated_usd"), "Float64", where, errors)
             row["cost_unpriced_reason"] = end.get("cost_unpriced_reason")
+            row["held_ms"] = typed_value(end.get("held_ms"), "Float64", where, errors)
         if name == "mllm_call_rejected":
             row["budget"] = typed_value(end.get("budget", False), "boolean", where, errors)
         for field in ("parse_status", "provider_model", "stop_reason", "error_type", "error"):

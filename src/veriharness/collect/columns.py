@@ -255,6 +255,22 @@ class RunFields(TypedDict, total=False):
     wall_seconds: Annotated[
         float | None, Col("outcome.json:wall_seconds", "wall time measured by run-agent")
     ]
+    admission_wait_seconds: Annotated[
+        float | None,
+        Col(
+            "outcome.json:admission_wait_seconds",
+            "seconds the session waited to start while the agent's provider was saturated "
+            "(not in wall_seconds' session time; null: not paced)",
+        ),
+    ]
+    paced_seconds: Annotated[
+        float | None,
+        Col(
+            "outcome.json:paced_seconds",
+            "seconds the proxy held the session's requests to the provider's pace (they "
+            "extended its wall-clock limit; not the model's time)",
+        ),
+    ]
     mllm_connected: Annotated[
         bool | None, Col("outcome.json:mllm_connected", "mllm server connected")
     ]
@@ -470,6 +486,13 @@ class CallFields(TypedDict, total=False):
         Col("mllm_trace:truncated", "the reply stopped at the profile's output token limit"),
     ]
     latency_ms: Annotated[float | None, Col("mllm_trace:latency_ms", "latency of the end event")]
+    held_ms: Annotated[
+        float | None,
+        Col(
+            "mllm_trace:held_ms",
+            "how long the call was held to keep to its provider's pace (part of latency_ms)",
+        ),
+    ]
     cost_usd: Annotated[
         float | None,
         Col(
@@ -577,6 +600,14 @@ class RequestFields(TypedDict, total=False):
             "agent_requests:max_tokens",
             "the request's max_tokens, recorded when its reply reported no usage (the caps "
             "counted it as output tokens)",
+        ),
+    ]
+    held_ms: Annotated[
+        float | None,
+        Col(
+            "agent_requests:held_ms",
+            "how long the proxy held the request to keep to the provider's pace before sending "
+            "it (part of total_ms; null: not paced)",
         ),
     ]
 
