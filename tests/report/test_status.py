@@ -4,10 +4,12 @@ leaves them mid-experiment."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
+from veriharness.pace.provider_pace import ProviderPace, pace_dir
 from veriharness.runfolder.spend import TokenCounts
 from veriharness.spend.ledger import SpendGate, SpendSettings
 
@@ -63,3 +65,28 @@ def test_status_counts_runs_and_spend_per_condition(tmp_path: Path) -> None:
 def test_status_names_a_folder_without_a_record(tmp_path: Path) -> None:
     proc = veriharness("status", tmp_path)
     assert proc.returncode == 2 and "cannot read the experiment record" in proc.stderr
+
+
+def test_status_shows_each_providers_pace_and_the_sessions_waiting_for_it(
+    tmp_path: Path,
+) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=1).exp_dir
+    record = {"kind": "experiment_record", "matrix": {"conditions": ["base", "treat"],
+              "tasks": ["task-000"], "replicates": 1}, "config": {}}  # fmt: skip
+    (exp / "experiment.json").write_text(json.dumps(record))
+    pace = ProviderPace(pace_dir(exp), "agent")
+    for n in range(3):
+        pace.hold(1000, str(n))
+    pace.observe("0", 200, {"anthropic-ratelimit-tokens-limit": "40000"}, 1200, 0.0)
+    pace.observe("1", 429, {"retry-after": "30"}, None, 0.0)
+    pace.observe("2", 529, {}, None, 0.0)
+    (pace_dir(exp) / "waiting").mkdir()
+    (pace_dir(exp) / "waiting" / "treat-task-000-r1").touch()
+    proc = veriharness("status", exp)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("pace"))
+    assert "agent: 3 requests, 3200 tokens in the last minute (limit 40000 tokens/min)" in line
+    assert re.search(
+        r"3 answered, 1 x 429, 1 x 529; held \d+ s more \(HTTP 429, retry-after 30", line
+    )
+    assert "waiting    1 session(s) wait to start for the provider" in proc.stdout

@@ -74,7 +74,7 @@ from veriharness.agent.workspace import (
 from veriharness.experiment.catalog import OFFLINE_URL_ENV
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
-from veriharness.pace.provider_pace import ProviderPace, pace_dir
+from veriharness.pace.provider_pace import WAITING, ProviderPace, pace_dir
 from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted, read_trace
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
@@ -407,7 +407,6 @@ _BRIDGE_SCRIPT = Path(__file__).with_name("bridge.py")
 
 
 AGENT_PACE = "agent"
-_PACE_WAITING = "waiting"
 
 
 def _wait_for_pace(pace: ProviderPace, label: str) -> float:
@@ -415,7 +414,7 @@ def _wait_for_pace(pace: ProviderPace, label: str) -> float:
     retry-after, or its stated per-minute limit reached), which costs nothing; a marker under
     `pace/waiting/` lets `status` count the waiting sessions. Returns the seconds waited."""
     began = time.monotonic()
-    marker = pace.state_path.parent / _PACE_WAITING / label
+    marker = pace.state_path.parent / WAITING / label
     try:
         while (wait := pace.saturated_for()[0]) > 0:
             marker.parent.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,9 @@ __all__ = [
     "PaceEvent",
     "PaceSignals",
     "PaceState",
+    "PaceSummary",
+    "WAITING",
+    "read_pace",
     "Sent",
     "ProviderPace",
     "pace_dir",
@@ -51,6 +54,7 @@ __all__ = [
 ]
 
 PACE_DIR = "pace"
+WAITING = "waiting"  # a marker per session waiting to start
 HEADROOM = 0.9  # of a stated per-minute limit
 _WINDOW_S = 60.0
 _UNSTATED_BLOCK_S = 2.0  # a 429/529 that names no wait: blocked this long, doubled per repeat
@@ -149,6 +153,8 @@ class PaceState(BaseModel):
     limit_requests: int | None = None
     limit_tokens: int | None = None
     sent: list[Sent] = Field(default_factory=list)
+    answered: int = 0
+    saturated: dict[str, int] = Field(default_factory=dict)  # 429 and 529 answers, by status
 
     def recent(self, now: float) -> list[Sent]:
         return [s for s in self.sent if s.at > now - _WINDOW_S]
@@ -255,7 +261,9 @@ class ProviderPace:
                     entry.tokens = tokens
             state.limit_requests = signals.limit_requests or state.limit_requests
             state.limit_tokens = signals.limit_tokens or state.limit_tokens
+            state.answered += 1
             if status in _SATURATED:
+                state.saturated[str(status)] = state.saturated.get(str(status), 0) + 1
                 state.consecutive_saturated += 1
                 stated = signals.retry_after_s or signals.reset_s
                 block = stated
@@ -264,12 +272,14 @@ class ProviderPace:
                     repeat = state.consecutive_saturated - 1
                     block = min(_MAX_BLOCK_S, _UNSTATED_BLOCK_S * 2**repeat)
                     reason = f"HTTP {status} without retry-after: {block:.0f} s assumed"
-                state.blocked_until = max(state.blocked_until, now + min(block, _MAX_BLOCK_S))
-                state.block_reason = reason
+                until = now + min(block, _MAX_BLOCK_S)
+                if until > state.blocked_until:  # the longer block stands, with its reason
+                    state.blocked_until, state.block_reason = until, reason
             elif status is not None and status < 400:
                 state.consecutive_saturated = 0
-                if signals.reset_s:  # a limit stated as exhausted although this one passed
-                    state.blocked_until = max(state.blocked_until, now + signals.reset_s)
+                # A limit stated as exhausted although this one passed.
+                if signals.reset_s and now + signals.reset_s > state.blocked_until:
+                    state.blocked_until = now + min(signals.reset_s, _MAX_BLOCK_S)
                     state.block_reason = "the provider stated a limit exhausted"
             out.append(state)
         event = PaceEvent(
@@ -285,3 +295,44 @@ class ProviderPace:
         """How long a new session should wait before it starts (0: start now), and why."""
         with _locked_state(self.state_path) as (state, _):
             return state.wait_for(0, time.time())
+
+
+class PaceSummary(NamedTuple):
+    """One provider's pace as `status` shows it."""
+
+    provider: str
+    requests_last_minute: int
+    tokens_last_minute: int
+    answered: int
+    saturated: dict[str, int]
+    blocked_for_s: float
+    block_reason: str | None
+    limit_requests: int | None
+    limit_tokens: int | None
+
+
+def read_pace(experiment_dir: Path) -> tuple[list[PaceSummary], int]:
+    """Every provider's pace, and how many sessions wait to start for one."""
+    folder, now = pace_dir(experiment_dir), time.time()
+    summaries = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            state = PaceState.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        recent = state.recent(now)
+        summaries.append(
+            PaceSummary(
+                provider=path.stem,
+                requests_last_minute=len(recent),
+                tokens_last_minute=sum(s.tokens for s in recent),
+                answered=state.answered,
+                saturated=dict(state.saturated),
+                blocked_for_s=max(0.0, state.blocked_until - now),
+                block_reason=state.block_reason,
+                limit_requests=state.limit_requests,
+                limit_tokens=state.limit_tokens,
+            )
+        )
+    waiting = folder / WAITING
+    return summaries, len(list(waiting.iterdir())) if waiting.is_dir() else 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
+from veriharness.pace.provider_pace import PaceSummary, read_pace
 from veriharness.runfolder.outcome import read_status_reason
 from veriharness.spend.ledger import ledger_path, newest_entry, tail_entries
 
@@ -64,6 +65,8 @@ class ExperimentStatus:
     rate_usd_per_hour: float | None
     finished_per_hour: float | None
     read_at: float
+    pace: list[PaceSummary] = field(default_factory=list)
+    waiting_sessions: int = 0
 
     def total(self, column: str) -> int:
         return sum(self._count(c, column) for c in self.conditions.values())
@@ -182,6 +185,7 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
             status.agent_usd = totals.get("agent", 0.0)
             status.mllm_usd = totals.get("mllm", 0.0)
     now = time.time()
+    pace, waiting = read_pace(experiment_dir)
     return ExperimentStatus(
         experiment_dir=experiment_dir,
         conditions=conditions,
@@ -191,6 +195,8 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
         rate_usd_per_hour=_spend_rate(experiment_dir),
         finished_per_hour=_pace(stamps, now),
         read_at=now,
+        pace=pace,
+        waiting_sessions=waiting,
     )
 
 
@@ -241,9 +247,37 @@ def format_status(status: ExperimentStatus) -> str:
         f"to finish  {status.remaining()} runs, about {money(status.cost_to_finish())} "
         f"and {_duration(status.hours_to_finish())}",
     ]
+    lines += _pace_lines(status)
     if cap is not None and status.spent_usd >= cap:
         lines.append("the spending cap is reached: raise execution.max_usd and run again")
     return "\n".join(lines) + "\n"
+
+
+def _pace_lines(status: ExperimentStatus) -> list[str]:
+    """Each provider's pace over the last minute, its 429/529 answers, and the sessions waiting
+    to start for it."""
+    lines = []
+    for p in status.pace:
+        limits = ", ".join(
+            f"limit {value} {unit}/min"
+            for value, unit in ((p.limit_requests, "requests"), (p.limit_tokens, "tokens"))
+            if value
+        )
+        refused = ", ".join(f"{n} x {code}" for code, n in sorted(p.saturated.items()))
+        blocked = (
+            f"; held {p.blocked_for_s:.0f} s more ({p.block_reason})" if p.blocked_for_s else ""
+        )
+        lines.append(
+            f"pace       {p.provider}: {p.requests_last_minute} requests, "
+            f"{p.tokens_last_minute} tokens in the last minute"
+            + (f" ({limits})" if limits else "")
+            + f"; {p.answered} answered, {refused or 'no 429/529'}{blocked}"
+        )
+    if status.waiting_sessions:
+        lines.append(
+            f"waiting    {status.waiting_sessions} session(s) wait to start for the provider"
+        )
+    return lines
 
 
 def newest_experiment(results_dir: Path = Path("results")) -> Path | None:
