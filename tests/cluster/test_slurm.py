@@ -338,6 +338,21 @@ def test_every_run_folder_holds_the_same_files(runs: dict[str, Finished], mode: 
 
 
 @pytest.mark.parametrize("mode", CLUSTER_MODES)
+def test_sessions_in_cluster_jobs_are_contained_as_locally(
+    runs: dict[str, Finished], mode: str
+) -> None:
+    """Jobs run as root here, so each session makes its own cgroup and tmpfs inside the job
+    (docs/cluster.md says what an ordinary user's job records instead)."""
+    for run in _run_dirs(runs[mode].experiment).values():
+        outcome = json.loads((run / "outcome.json").read_text())
+        assert outcome["session_network"] == "none", run
+        limits = outcome["enforced_limits"]
+        assert limits["memory"]["by"] in ("cgroup-v1", "cgroup-v2"), (run, limits)
+        assert limits["processes"]["by"] == limits["memory"]["by"], (run, limits)
+        assert limits["disk"] == {"by": "tmpfs", "value": 1024, "note": None}, (run, limits)
+
+
+@pytest.mark.parametrize("mode", CLUSTER_MODES)
 def test_identity_hashes_match(runs: dict[str, Finished], mode: str) -> None:
     local, cluster = _run_dirs(runs["local"].experiment), _run_dirs(runs[mode].experiment)
     hashes = set()
