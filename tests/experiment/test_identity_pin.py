@@ -3,6 +3,9 @@
 A change that only moves code (a refactor, an upgrade of the harness) must not change what a run
 is, or every researcher's finished runs would be redone. A change that does alter a run's inputs
 updates these hashes in the same commit and says why in its message.
+
+The environment facts name the Chromium program in every example condition, so the pins hold
+for the machine setup.sh makes: Debian's `chromium` at /usr/bin/chromium.
 """
 
 from __future__ import annotations
@@ -14,22 +17,25 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:c94df6e4e1b2b6e01296ec75409ea3f12a04fd94afed61135ec53ca25f6620eb",  # noqa: E501
-        "dashboard-chart": "sha256:23ddc83d5fb9be6ec71014fc3d462bfdab9e1fd6a981d08191a078799e1b52c6",  # noqa: E501
-        "landing-page": "sha256:2b49a242ee00fab13ec5ccd3eb0b85862d695fa8fff9bd3d87c1ab71e1abeca1",  # noqa: E501
-        "pricing-table": "sha256:6f233c384783aa16a7f041d5ec2cfeaac05ba839cbce48cb14fff810b139c77a",  # noqa: E501
-        "settings-page": "sha256:6c593da0ecd76424be7a4d2cd5379ca783a6b24462b3c29ea083493275bdc81a",  # noqa: E501
-        "signup-form": "sha256:d67108fcc71936ff7fdd73b8549cc09846fd552f21a4afe5e8a448806ef78af3",  # noqa: E501
+        "article": "sha256:6393f10d6c551504b6d8f7afddbf18326b8cda502d97e9adaf2eecf50b1daabc",  # noqa: E501
+        "dashboard-chart": "sha256:4f271ee41914987eb035d4b9e6e63931b7f46b518b07735246ff1d1ba6ea03db",  # noqa: E501
+        "landing-page": "sha256:1ccfa06ae7875922afaa673f6133268ee8561aef5a751462ad0fa972cc423653",  # noqa: E501
+        "pricing-table": "sha256:77b9c6507564abbc6845678f1e3abb1235006551dd7494f2a0fb779fe5d498dc",  # noqa: E501
+        "settings-page": "sha256:f1385fbb772bf9ae90a0985c0add57c01e8d859c676aaa4ca7d136a9368758a7",  # noqa: E501
+        "signup-form": "sha256:9437c2b1d332aacea6127ab17af2986cdb2235901e1421c0a5278c775387a42b",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:ce71e47c8e70ff2d5ecc199a01218fff473c2806989b731888a3d5e3c15de6af",  # noqa: E501
-        "dashboard-chart": "sha256:da08242a1ed21f88e4d62e75fc91698c0bed4b4cdc2eb036ccfc9d3f26009a34",  # noqa: E501
-        "landing-page": "sha256:f40861a2d03ee4d3cd003143949c354300855211df16a928251da953c8fb315d",  # noqa: E501
-        "pricing-table": "sha256:885a5f2f900070774d56739760fac6a9961c12ce957e5e38c40f0c99031117c3",  # noqa: E501
-        "settings-page": "sha256:7522df780f34068e9adb75dcf8aefa42f789664cd1ab0acd925ed752fcb8f775",  # noqa: E501
-        "signup-form": "sha256:ed810d4b8dc87eb5421630f80f3925ce7c1ef02d3e9863d24714bdf7d1f3545e",  # noqa: E501
+        "article": "sha256:2273342706d74df728f2e89d768843fe852a076fafe91ef31fff5f345f4cc123",  # noqa: E501
+        "dashboard-chart": "sha256:2c2c87c408558700192a1a505a02306cff9237041fdce99433169298a6e1fc90",  # noqa: E501
+        "landing-page": "sha256:d6105a5dc56af1c6e802ac2af9969a9bba6ac1ca0ddf1f51dd73fbaabd08fcf7",  # noqa: E501
+        "pricing-table": "sha256:820f8213adda168c26ff1b1b10482e2cb066950a866b236394a8e5fffcb1ce1e",  # noqa: E501
+        "settings-page": "sha256:8bbe23e61c6fa3011f1fb87142b69b9a1ca324e3c9e943fb9ed35c9fca352967",  # noqa: E501
+        "signup-form": "sha256:ded74e3a9d7183898afe380a6782e86f92ea67c318fc8411bb0448e714c1ca85",  # noqa: E501
     },
 }
+
+
+CHROMIUM = "/usr/bin/chromium"
 
 
 def test_example_experiment_identities_are_pinned(tmp_path: Path) -> None:
@@ -43,7 +49,9 @@ def test_example_experiment_identities_are_pinned(tmp_path: Path) -> None:
         "--out",
         out,
         "--allow-uncommitted",
+        env={"VERIHARNESS_CHROMIUM": CHROMIUM},
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["cells"] == PINNED_CELLS
+    record = json.loads(out.read_text())
+    assert record["cells"] == PINNED_CELLS
