@@ -34,9 +34,10 @@ from pathlib import Path
 from veriharness._util.containment import SessionCgroup, mount_tmpfs, unmount
 from veriharness._util.programs import find_bwrap
 from veriharness.agent.bridge import UnixToTcp, bridge_command
-from veriharness.agent.isolation import sandboxed, software_paths
+from veriharness.agent.isolation import sandboxed
 from veriharness.agent.session import run_session
 from veriharness.experiment.config import SessionLimits
+from veriharness.experiment.environment import software_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

@@ -53,6 +53,10 @@ def git(root: Path, *args: str) -> str:
     return out.stdout
 
 
+# The modules of the repository's example conditions.
+MODULES = ("b1-callmllm-v0.1", "b2-image-to-code-v0.1", "env-facts-v0.1", "b3-verification-v0.2")
+
+
 def write_task(tasks_dir: Path, task_id: str, colour: str = "#336699") -> Path:
     folder = tasks_dir / task_id
     folder.mkdir(parents=True)
@@ -80,7 +84,7 @@ def make_project(tmp: Path, *, commit: bool = True, config: dict[str, Any] | Non
     """A committed project folder with prompts, conditions, catalog, taxonomy and two tasks."""
     root = tmp / "project"
     (root / "config").mkdir(parents=True)
-    for module in ("b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.1"):
+    for module in MODULES:
         (root / "prompts").mkdir(exist_ok=True)
         shutil.copy(ROOT / "prompts" / f"{module}.md", root / "prompts")
     shutil.copytree(ROOT / "prompts" / "taxonomy", root / "prompts" / "taxonomy")
@@ -230,7 +234,7 @@ def test_task_problems_are_named(tmp_path: Path) -> None:
 def test_repository_conditions_load() -> None:
     present = load_condition(ROOT / "conditions", "b3-present")
     absent = load_condition(ROOT / "conditions", "b3-absent")
-    assert present.modules == (*absent.modules, "b3-verification-v0.1")
+    assert present.modules == (*absent.modules, "b3-verification-v0.2")
     with pytest.raises(ConfigError, match="no file"):
         load_condition(ROOT / "conditions", "b4")
 

@@ -110,12 +110,12 @@ def test_record_fed_back_as_config_reproduces_identity(tmp_path: Path) -> None:
 
 def test_uncommitted_inputs_are_refused_and_named_unless_allowed(tmp_path: Path) -> None:
     root = make_project(tmp_path)
-    with open(root / "prompts" / "b3-verification-v0.1.md", "a") as handle:
+    with open(root / "prompts" / "b3-verification-v0.2.md", "a") as handle:
         handle.write("\nA late note.\n")
     (root / "tasks" / "alpha" / "notes.txt").write_text("untracked")
     proc = check(root)
     assert proc.returncode == 2
-    assert "prompts/b3-verification-v0.1.md" in proc.stderr
+    assert "prompts/b3-verification-v0.2.md" in proc.stderr
     assert "tasks/alpha/notes.txt" in proc.stderr
     assert not (root / "results" / "t" / "experiment.json").exists()
     proc = check(root, "--allow-uncommitted")

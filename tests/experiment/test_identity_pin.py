@@ -3,6 +3,9 @@
 A change that only moves code (a refactor, an upgrade of the harness) must not change what a run
 is, or every researcher's finished runs would be redone. A change that does alter a run's inputs
 updates these hashes in the same commit and says why in its message.
+
+The environment facts name the Chromium program in every example condition, so the pins hold
+for the machine setup.sh makes: Debian's `chromium` at /usr/bin/chromium.
 """
 
 from __future__ import annotations
@@ -14,22 +17,25 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:c94df6e4e1b2b6e01296ec75409ea3f12a04fd94afed61135ec53ca25f6620eb",  # noqa: E501
-        "dashboard-chart": "sha256:23ddc83d5fb9be6ec71014fc3d462bfdab9e1fd6a981d08191a078799e1b52c6",  # noqa: E501
-        "landing-page": "sha256:2b49a242ee00fab13ec5ccd3eb0b85862d695fa8fff9bd3d87c1ab71e1abeca1",  # noqa: E501
-        "pricing-table": "sha256:6f233c384783aa16a7f041d5ec2cfeaac05ba839cbce48cb14fff810b139c77a",  # noqa: E501
-        "settings-page": "sha256:6c593da0ecd76424be7a4d2cd5379ca783a6b24462b3c29ea083493275bdc81a",  # noqa: E501
-        "signup-form": "sha256:d67108fcc71936ff7fdd73b8549cc09846fd552f21a4afe5e8a448806ef78af3",  # noqa: E501
+        "article": "sha256:e36b3a91e55c5694e44aefcf60ac7da06f912f8c9e724e74636d1e7cf0a2ccee",  # noqa: E501
+        "dashboard-chart": "sha256:770f7bd49a5bd5f8f67217e124ba1de319a87bcdd2919765f478ea088e8ad4d6",  # noqa: E501
+        "landing-page": "sha256:94026833f3b28c1d0750fa41172b52b9179c2b9036e939eed53cf5e043631015",  # noqa: E501
+        "pricing-table": "sha256:a3b319416fa1e27cb01d334fa54f3bcdb47abd8275d16edbd66b6a371020fa9c",  # noqa: E501
+        "settings-page": "sha256:bfd31c4adfe313a636d4d6268b4c18fa34aba9133173d05b3ecf427aa0637805",  # noqa: E501
+        "signup-form": "sha256:91b5437edb385b5d76d71cc15e6e6911b4735e5464fa9799bc5e74bb4d3c34a3",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:ce71e47c8e70ff2d5ecc199a01218fff473c2806989b731888a3d5e3c15de6af",  # noqa: E501
-        "dashboard-chart": "sha256:da08242a1ed21f88e4d62e75fc91698c0bed4b4cdc2eb036ccfc9d3f26009a34",  # noqa: E501
-        "landing-page": "sha256:f40861a2d03ee4d3cd003143949c354300855211df16a928251da953c8fb315d",  # noqa: E501
-        "pricing-table": "sha256:885a5f2f900070774d56739760fac6a9961c12ce957e5e38c40f0c99031117c3",  # noqa: E501
-        "settings-page": "sha256:7522df780f34068e9adb75dcf8aefa42f789664cd1ab0acd925ed752fcb8f775",  # noqa: E501
-        "signup-form": "sha256:ed810d4b8dc87eb5421630f80f3925ce7c1ef02d3e9863d24714bdf7d1f3545e",  # noqa: E501
+        "article": "sha256:8b959e919ed110928977d135bc4bec0fe31f7acf2a1ff55a1f766b40a55983a7",  # noqa: E501
+        "dashboard-chart": "sha256:0cea2f6dfe7d214d6ccb1bf3baf4534425834f74e0ffc99760f113d571d67057",  # noqa: E501
+        "landing-page": "sha256:57782f23a9ca1cc622d167043444f007df410b310702ddcd71af8594d0c4a97c",  # noqa: E501
+        "pricing-table": "sha256:a1df6569d0539d9c4e599381ddd40dafd9cf4b246e0fba0f1334f45569d3667b",  # noqa: E501
+        "settings-page": "sha256:6e3067bfd0ceb566f81417736e64feed2ee07f68a8a50556c815f774402d6f4f",  # noqa: E501
+        "signup-form": "sha256:322db1c3f2c03647e6a6a2e59b605cd6c3e34b79950c1933d367c58c86976b9f",  # noqa: E501
     },
 }
+
+
+CHROMIUM = "/usr/bin/chromium"
 
 
 def test_example_experiment_identities_are_pinned(tmp_path: Path) -> None:
@@ -43,7 +49,9 @@ def test_example_experiment_identities_are_pinned(tmp_path: Path) -> None:
         "--out",
         out,
         "--allow-uncommitted",
+        env={"VERIHARNESS_CHROMIUM": CHROMIUM},
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["cells"] == PINNED_CELLS
+    record = json.loads(out.read_text())
+    assert record["cells"] == PINNED_CELLS

@@ -10,6 +10,8 @@ import pytest
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness.experiment.catalog import load_catalog
+from veriharness.experiment.config import load_condition
+from veriharness.experiment.environment import NETWORK_VALUES, EnvironmentFacts
 from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     SEPARATOR,
@@ -23,11 +25,16 @@ from veriharness.experiment.tool_contract import CallRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ROOT / "prompts"
-B1, B2, B3 = "b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.1"
+B1, B2, B3 = "b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.2"
+B3_V01, ENV = "b3-verification-v0.1", "env-facts-v0.1"
 CATALOG = load_catalog(ROOT / "config" / "model-catalog.offline.yaml")
+FACTS = EnvironmentFacts(
+    chromium="/usr/bin/chromium", viewport_width=1280, viewport_height=800, network="none"
+)
 VALUES = {
     "MODEL_PROFILE_CATALOG": CATALOG.public_text(),
     "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+    **FACTS.values(),
 }
 CODE = re.compile(r"\b[A-HZ][0-9]\b")
 # Words that would frame CallMLLM as a checking mechanism (D-0005).
@@ -117,18 +124,62 @@ def test_b2_review_translation_is_section_aligned_and_never_sent() -> None:
         assemble(PROMPTS, [B1, f"{B2}.zh"], VALUES)
 
 
-def test_b3_is_a_verification_policy_using_only_runtime_means() -> None:
-    block = _block(B3)
+def test_b3_v01_is_a_verification_policy_using_only_runtime_means() -> None:
+    block = _block(B3_V01)
     assert "<verification_policy>" in block and "</verification_policy>" in block
     assert "chromium --headless --no-sandbox" in block and "--screenshot=" in block
     assert "CallMLLM" in block
+    assert load_module(PROMPTS, B3_V01).header.placeholder is None
+
+
+def test_b3_v02_is_the_same_policy_without_the_browser_command() -> None:
+    old, new = _block(B3_V01), _block(B3)
+    assert "<verification_policy>" in new and "</verification_policy>" in new
+    assert not re.search(r"chromium|--screenshot|--window-size", new, re.IGNORECASE)
+    # Only the part on how to see the page changed; the policy's sections are v0.1's.
+    assert re.findall(r"^## .*", new, re.M) == re.findall(r"^## .*", old, re.M)
+    assert (
+        new.split("## Comparing with the reference")[1]
+        == (old.split("## Comparing with the reference")[1])
+    )
     assert load_module(PROMPTS, B3).header.placeholder is None
 
 
+def test_the_environment_facts_state_facts_only() -> None:
+    module = load_module(PROMPTS, ENV)
+    block = module.template
+    assert module.header.slot == "env"
+    assert block.startswith("<environment_facts>")
+    assert block.rstrip().endswith("</environment_facts>")
+    assert set(module.header.placeholders) == set(FACTS.values())
+    assert VERIFICATION_WORDS.findall(block) == []
+    assert not re.search(r"\b(compare|fix|before you|after|then|first|should|must)\b", block, re.I)
+    assert not re.search(r"^\s*\d+[.)]\s", block, re.MULTILINE)  # no numbered steps
+    text = resolve_module(module, VALUES).text
+    command = (
+        "/usr/bin/chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+        '--window-size=1280,800 --screenshot=page.png "file://$PWD/answer.html"'
+    )
+    assert command in text.splitlines()[-3]
+    assert f"Network access: {NETWORK_VALUES['none']}." in text
+
+
+def test_each_value_of_several_placeholders_is_recorded() -> None:
+    resolved = resolve_module(load_module(PROMPTS, ENV), VALUES)
+    assert resolved.placeholder == ("CHROMIUM", "VIEWPORT_WIDTH", "VIEWPORT_HEIGHT", "NETWORK")
+    assert resolved.value == FACTS.values()
+    single = resolve_module(load_module(PROMPTS, B2), VALUES)
+    assert (single.placeholder, single.value) == ("REFERENCE_IMAGE_PATH", REFERENCE_IMAGE_PATH)
+
+
 def test_assembled_prompts_differ_by_exactly_the_b3_block() -> None:
-    absent = assemble(PROMPTS, [B1, B2], VALUES)
-    present = assemble(PROMPTS, [B3, B1, B2], VALUES)  # listing order does not matter
-    assert [m.id for m in present.modules] == [B1, B2, B3]
+    absent_modules = load_condition(ROOT / "conditions", "b3-absent").modules
+    present_modules = load_condition(ROOT / "conditions", "b3-present").modules
+    assert ENV in absent_modules and B3 in present_modules
+    absent = assemble(PROMPTS, absent_modules, VALUES)
+    present = assemble(PROMPTS, [B3, *absent_modules], VALUES)  # listing order does not matter
+    assert present == assemble(PROMPTS, present_modules, VALUES)
+    assert [m.id for m in present.modules] == [B1, B2, ENV, B3]
     assert present.text == absent.text.rstrip("\n") + SEPARATOR + _block(B3) + "\n"
     assert "{{" not in present.text
     assert f"`{REFERENCE_IMAGE_PATH}`" in present.text
@@ -147,6 +198,9 @@ def test_digests_cover_source_template_and_resolved_text() -> None:
     assert resolved.resolved_sha256 != module.template_sha256
     b3 = resolve_module(load_module(PROMPTS, B3), VALUES)
     assert b3.resolved_sha256 == b3.template_sha256
+    facts = resolve_module(load_module(PROMPTS, ENV), VALUES)
+    assert facts.resolved_sha256 == sha256_bytes(facts.text.encode())
+    assert facts.resolved_sha256 != facts.template_sha256
 
 
 @pytest.mark.parametrize(
@@ -207,6 +261,10 @@ FROZEN_BLOCKS = {
     "b3-verification-v0.1": (
         "sha256:d3c9757a2bde81755f070a1df7c8fd5094d738bbd0a8aa1a3fca668c64eb7e74"
     ),
+    "b3-verification-v0.2": (
+        "sha256:f9abd467a4ccb008238463d196477c05cc96c2ddb74d641590935a55388a49d0"
+    ),
+    "env-facts-v0.1": "sha256:cd2a53c8ab08330f8ae4c13b238109c67ca66d5279a655b71e6ce138ae0ecafa",
     "annotator-v0.1": "sha256:0d1ac1786e497d8e1f06f8c1b5329090ef4a3080bb0b05e4c14d1761c85589ed",
 }
 
@@ -217,7 +275,11 @@ def test_released_prompt_versions_are_frozen(module_id: str) -> None:
 
 
 def test_every_prompt_version_in_the_repository_is_frozen_here() -> None:
-    modules = [*(ROOT / "prompts").glob("b*-v*.md"), *(ROOT / "prompts").glob("annotator-v*.md")]
+    modules = [
+        *(ROOT / "prompts").glob("b*-v*.md"),
+        *(ROOT / "prompts").glob("annotator-v*.md"),
+        *(ROOT / "prompts").glob("env-facts-v*.md"),
+    ]
     released = {p.stem for p in modules if not p.stem.endswith(".zh")}
     assert released == set(FROZEN_BLOCKS)
 

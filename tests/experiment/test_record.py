@@ -35,7 +35,8 @@ BASE = ExperimentConfig(allow_uncommitted=True, replicates=2)
 HASHED_FILES = [
     "prompts/b1-callmllm-v0.1.md",
     "prompts/b2-image-to-code-v0.1.md",
-    "prompts/b3-verification-v0.1.md",
+    "prompts/env-facts-v0.1.md",
+    "prompts/b3-verification-v0.2.md",
     "conditions/b3-present.yaml",
     "tasks/alpha/task.yaml",
     "tasks/alpha/reference.png",

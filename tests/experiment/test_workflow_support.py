@@ -97,3 +97,30 @@ def test_the_rerun_digest_follows_the_records_identity_rule() -> None:
     longer = {"agent": {**base["agent"], "max_turns": 41}}
     assert identity_settings_digest(key_moved) == identity_settings_digest(base)
     assert identity_settings_digest(longer) != identity_settings_digest(base)
+
+
+def test_the_rerun_digest_follows_the_chromium_only_where_a_condition_states_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A session told another Chromium path is another run (its facts module says it); a
+    condition that states no path keeps its digest, so nothing of it is redone."""
+    from veriharness.experiment import workflow
+
+    config = {
+        "agent": {"model": "claude-sonnet-4-5", "endpoint": "anthropic"},
+        "conditions_dir": str(ROOT / "conditions"),
+        "prompts_dir": str(ROOT / "prompts"),
+    }
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("id: plain\ndescription: x\nmodules: [b1-callmllm-v0.1]\n")
+    without_facts = {**config, "conditions_dir": str(tmp_path)}
+    before = workflow.identity_settings_digest(config, "b3-absent")
+    unchanged = workflow.identity_settings_digest(without_facts, "plain")
+    assert unchanged == workflow.identity_settings_digest(config)
+    workflow._chromium.cache_clear()
+    monkeypatch.setenv("VERIHARNESS_CHROMIUM", str(plain))  # any file: a Chromium elsewhere
+    try:
+        assert workflow.identity_settings_digest(config, "b3-absent") != before
+        assert workflow.identity_settings_digest(without_facts, "plain") == unchanged
+    finally:
+        workflow._chromium.cache_clear()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from veriharness.experiment.config import load_config
+from veriharness.experiment.definition import cell_identity, load_definition
 from veriharness.offline.agent_policy import (
     MAX_REVIEW_ROUNDS,
     MLLM_TOOL,
@@ -17,6 +20,7 @@ from veriharness.offline.agent_policy import (
 )
 from veriharness.offline.sse import TextBlock, ToolUseBlock
 
+ROOT = Path(__file__).resolve().parents[2]
 WORKDIR = "/tmp/vh-ws-123"
 TASK = "Recreate the screenshot at `reference.png` as answer.html.\n"
 B3 = "<verification_policy>\nRender and compare before you finish.\n</verification_policy>\n"
@@ -303,3 +307,19 @@ def test_only_a_prompt_with_the_snoop_marker_looks_around_first_then_does_the_ta
     assert write.name == "Write" and write.input["file_path"] == f"{WORKDIR}/answer.html"
     finished = done + [("Write", write.input, "ok", False)]
     assert "Wrote answer.html" in _text(next_message(_body(prompt, finished)))
+
+
+def test_the_example_conditions_take_the_b3_path_only_with_b3() -> None:
+    """The environment facts (in both example conditions, with a browser command of their own)
+    never send the agent down its B3 path; only the condition with B3 does."""
+    defn = load_definition(
+        load_config(ROOT / "config" / "config.yaml", {"allow_uncommitted": True}), ROOT
+    )
+    prompts = {c: cell_identity(defn, c, "landing-page")[1].text for c in defn.conditions}
+    assert all("<environment_facts>" in text for text in prompts.values())
+    ended = next_message(_body(prompts["b3-absent"], [LAYOUT_TURN, WRITE_TURN]))
+    assert "answer.html" in _text(ended)
+    rendered = _tool(next_message(_body(prompts["b3-present"], [LAYOUT_TURN, WRITE_TURN])))
+    assert rendered.name == "Bash" and "--screenshot=" in rendered.input["command"]
+    first = _tool(next_message(_body(prompts["b3-absent"], [])))
+    assert first.input["inputs"][0]["path"] == "reference.png"

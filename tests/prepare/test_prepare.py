@@ -61,7 +61,12 @@ def test_run_folder_holds_record_prompt_and_snapshots(project: Path) -> None:
     assert record["provenance"]["uncommitted_changes"] is False
     assert "replicate" not in json.dumps(record["identity"])
     ids = [m["id"] for m in record["identity"]["prompts"]["modules"]]
-    assert ids == ["b1-callmllm-v0.1", "b2-image-to-code-v0.1", "b3-verification-v0.1"]
+    assert ids == [
+        "b1-callmllm-v0.1",
+        "b2-image-to-code-v0.1",
+        "env-facts-v0.1",
+        "b3-verification-v0.2",
+    ]
     snapshots = [(run_dir / "prompt" / f"{i}.md").read_text() for i in ids]
     assert (run_dir / "system_prompt.md").read_text() == SEPARATOR.join(snapshots) + "\n"
     assert "`reference.png`" in snapshots[1]
@@ -70,7 +75,7 @@ def test_run_folder_holds_record_prompt_and_snapshots(project: Path) -> None:
 def test_b3_absent_and_present_differ_by_exactly_the_b3_block(project: Path) -> None:
     _, _, absent = prepare(project, "b3-absent", "beta", 1)
     _, _, present = prepare(project, "b3-present", "beta", 1)
-    b3 = load_module(project / "prompts", "b3-verification-v0.1").template
+    b3 = load_module(project / "prompts", "b3-verification-v0.2").template
     absent_text = (absent / "system_prompt.md").read_text()
     assert (present / "system_prompt.md").read_text() == (
         absent_text.rstrip("\n") + SEPARATOR + b3 + "\n"

@@ -337,3 +337,26 @@ def test_a_run_whose_cost_is_estimated_is_named_beside_the_spend_not_summed(tmp_
     index = (out / "index.html").read_text()
     assert "1 run(s) not in these sums: a reply reported no usage" in index
     assert "the caps counted an estimate of $0.50" in index
+
+
+def test_the_first_screen_names_each_conditions_prompt_modules(tmp_path: Path) -> None:
+    import json
+
+    exp = write_experiment(tmp_path / "results", tasks=2)
+    assert _cmd("collect", "--experiment-dir", exp.exp_dir).returncode == 0
+    modules = {"base": ["b1-x", "env-facts-v0.1"], "treat": ["b1-x", "env-facts-v0.1", "b3-y"]}
+    record = {
+        "kind": "experiment_record",
+        "conditions": {name: {"id": name, "modules": ids} for name, ids in modules.items()},
+    }
+    (exp.exp_dir / "experiment.json").write_text(json.dumps(record))
+    out = exp.exp_dir / "report"
+    proc = _cmd(
+        "report", "--experiment-dir", exp.exp_dir, "--out", out, "--tasks-dir", exp.tasks_dir
+    )
+    assert proc.returncode == 0, proc.stderr
+    index = (out / "index.html").read_text()
+    assert (
+        "<td>prompt modules</td><td>base: b1-x, env-facts-v0.1; "
+        "treat: b1-x, env-facts-v0.1, b3-y</td>"
+    ) in index

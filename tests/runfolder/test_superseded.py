@@ -48,14 +48,14 @@ def test_a_changed_prompt_module_refuses_then_supersedes_paid_runs(tmp_path: Pat
     offline = _finished_run(root, "b3-present", "beta", paid=False)
     untouched = _finished_run(root, "b3-absent", "alpha", paid=True)  # no B3 module
     old_hash = json.loads((paid / "run.json").read_text())["identity_hash"]
-    module = root / "prompts" / "b3-verification-v0.1.md"
+    module = root / "prompts" / "b3-verification-v0.2.md"
     module.write_text(module.read_text() + "\nA comment that changes the file.\n")
     git(root, "commit", "-qam", "edit B3")
 
     code, _, err = _check(root)
     assert code == 2
     assert "1 finished run(s) that were not offline would be redone" in err
-    assert "b3-present/alpha/r1 (prompt module b3-verification-v0.1 changed)" in err
+    assert "b3-present/alpha/r1 (prompt module b3-verification-v0.2 changed)" in err
     assert "beta" not in err and "b3-absent" not in err
     assert "supersede_paid_runs: true" in err
     assert (paid / "outcome.json").is_file()  # nothing moved or lost
@@ -68,7 +68,7 @@ def test_a_changed_prompt_module_refuses_then_supersedes_paid_runs(tmp_path: Pat
     assert json.loads((moved_run / "run.json").read_text())["identity_hash"] == old_hash
     assert not paid.exists()
     assert (
-        f"superseded b3-present/alpha/r1 (prompt module b3-verification-v0.1) -> {moved_run}" in out
+        f"superseded b3-present/alpha/r1 (prompt module b3-verification-v0.2) -> {moved_run}" in out
     )
     assert offline.is_dir() and untouched.is_dir()  # offline: the workflow just redoes it
 

@@ -67,7 +67,6 @@ if workflow.is_main_process:
     )
 else:
     EXPERIMENT_CONFIG = effective_config_path(EXP_DIR)
-IDENTITY_SETTINGS = identity_settings_digest(config)
 # Runs a spending cap stopped are redone on the next start (a paid, interrupted session is moved
 # to superseded/ first), before the DAG is built from the files present.
 if workflow.is_main_process and not workflow.dryrun:

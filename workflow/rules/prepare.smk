@@ -40,7 +40,7 @@ rule prepare_run:
     benchmark:
         f"{EXP_DIR}/benchmarks/prepare_run/{RUN_LOG[:-4]}.tsv"
     params:
-        identity=IDENTITY_SETTINGS,
+        identity=lambda w: identity_settings_digest(config, w.condition),
         run_dir=RUN,
     shell:
         "{VH} prepare --config {EXPERIMENT_CONFIG} --condition {wildcards.condition}"

@@ -26,23 +26,16 @@ Design notes:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["SYSTEM_PATHS", "sandboxed", "software_paths", "claude_installation"]
+# The environment facts name only programs the sandbox shows, so both read one list.
+from veriharness.experiment.environment import SYSTEM_PATHS
 
-# Read-only system folders, bound when present (`/bin`, `/lib` are often links into `/usr`).
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/opt")
+__all__ = ["sandboxed", "claude_installation"]
+
 # DNS on systemd machines: /etc/resolv.conf may point here.
 _RESOLVER = "/run/systemd/resolve"
-
-
-def software_paths(project: Path) -> list[Path]:
-    """Python's prefixes, for programs the agent may run; none that lies in the project."""
-    project = project.resolve()
-    prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
-    return sorted(p for p in prefixes if p != project and project not in p.parents)
 
 
 def claude_installation(claude: Path) -> Path:

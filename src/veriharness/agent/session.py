@@ -45,7 +45,7 @@ from veriharness._util.redaction import Redactor
 from veriharness.agent.attempts import keep_earlier_attempt, keep_finished
 from veriharness.agent.bridge import UnixToTcp, bridge_command
 from veriharness.agent.charges import AgentCharges, budget_admit, each_record
-from veriharness.agent.isolation import claude_installation, sandboxed, software_paths
+from veriharness.agent.isolation import claude_installation, sandboxed
 from veriharness.agent.limits import SessionLimitsInForce, describe_hit
 from veriharness.agent.outcome import Waiting, classify
 from veriharness.agent.plan import (
@@ -72,6 +72,7 @@ from veriharness.agent.workspace import (
     remove_workspace,
 )
 from veriharness.experiment.catalog import OFFLINE_URL_ENV
+from veriharness.experiment.environment import software_paths
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
 from veriharness.pace.provider_pace import WAITING, ProviderPace, pace_dir

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from veriharness._util.harness import harness_version
-from veriharness._util.hashing import sha256_bytes, sha256_file
+from veriharness._util.hashing import sha256_bytes, sha256_file, sha256_json
 from veriharness._util.programs import project_root
 from veriharness.experiment.catalog import CatalogError, ModelCatalog, load_catalog
 from veriharness.experiment.config import (
@@ -33,6 +33,7 @@ from veriharness.experiment.config import (
     parse_json_overrides,
     resolve_task_ids,
 )
+from veriharness.experiment.environment import PromptValues, environment_facts
 from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     AssembledPrompt,
@@ -209,6 +210,16 @@ def load_definition(
     if not taxonomy_path.is_file():
         raise ConfigError(f"taxonomy: no file {taxonomy_path}")
     conditions = {c: load_condition(root / config.conditions_dir, c) for c in config.conditions}
+    for condition in conditions.values():
+        unknown = [
+            m for m in condition.modules if not (root / config.prompts_dir / f"{m}.md").is_file()
+        ]
+        if unknown:
+            raise ConfigError(
+                f"condition {condition.id!r} ({config.conditions_dir}/{condition.id}.yaml) "
+                f"modules: no prompt module {', '.join(map(repr, unknown))} in "
+                f"{config.prompts_dir}/"
+            )
     task_ids = resolve_task_ids(config, root)
     for index, answers in enumerate(config.external_answers):
         if answers.source == "folder" and not (root / str(answers.dir)).is_dir():
@@ -259,11 +270,19 @@ def shared_identity(defn: Definition) -> dict[str, Any]:
     }
 
 
-def prompt_values(defn: Definition) -> dict[str, str]:
-    return {
-        "MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
-        "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
-    }
+def prompt_values(defn: Definition, task_id: str) -> PromptValues:
+    """Every placeholder's value for one task's cells: the catalog's public text, the reference
+    image's name, and the environment facts (computed only if a module names one)."""
+    task_dir = defn.root / defn.config.tasks_dir / task_id
+    return PromptValues(
+        {
+            "MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
+            "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+        },
+        lambda: environment_facts(
+            defn.config.agent, load_task(task_dir.parent, task_id), task_dir, defn.root
+        ),
+    )
 
 
 def condition_identity(defn: Definition, condition_id: str) -> dict[str, Any]:
@@ -285,12 +304,13 @@ def cell_identity(
     prompt = assemble(
         defn.root / defn.config.prompts_dir,
         defn.conditions[condition_id].modules,
-        prompt_values(defn),
+        prompt_values(defn, task_id),
     )
     modules = [
-        # The placeholder's value is public (the catalog's names and descriptions, or the
-        # reference image's name in the workspace): the record keeps it, not just its hash.
-        m.model_dump(exclude={"text"}) | {"value_sha256": _value_hash(m.value)}
+        # A placeholder's value is public (the catalog's names and descriptions, the reference
+        # image's name in the workspace, the environment facts): the record keeps it, not just
+        # its hash.
+        m.model_dump(mode="json", exclude={"text"}) | {"value_sha256": _value_hash(m.value)}
         for m in prompt.modules
     ]
     identity = {
@@ -302,7 +322,9 @@ def cell_identity(
     return identity, prompt
 
 
-def _value_hash(value: str | None) -> str | None:
+def _value_hash(value: str | dict[str, str] | None) -> str | None:
+    if isinstance(value, dict):
+        return sha256_json(value)
     return None if value is None else sha256_bytes(value.encode("utf-8"))
 
 

@@ -1,25 +1,27 @@
 """Prompt modules: extraction of the sent block, placeholder resolution, assembly.
 
 A module source is ``<prompts_dir>/<module-id>.md``: YAML front matter (``id`` equal to the file
-stem, ``slot`` B1/B2/B3 or ``review`` for translations, ``version``, ``placeholder`` or null), then
-commentary for people and exactly one fenced block, which is the only text ever sent. Three
-digests describe a module in a run: the source file, the block as written (template) and the block
-with its placeholder replaced (resolved). Only the declared placeholder is replaced, and any
-``{{...}}`` left afterwards is an error rather than text the agent would see.
+stem, ``slot`` B1/B2/B3, ``env`` for environment facts, or ``review`` for translations,
+``version``, ``placeholder``: a name, a list of names, or null), then commentary for people and
+exactly one fenced block, which is the only text ever sent. Three digests describe a module in a
+run: the source file, the block as written (template) and the block with its placeholders
+replaced (resolved). Only the declared placeholders are replaced, and any ``{{...}}`` left
+afterwards is an error rather than text the agent would see.
 
-Assembly joins the resolved blocks in slot order (B1, B2, then B3 when the condition lists it)
-with one blank line between them; that text is what ``--append-system-prompt-file`` receives, so
-two conditions that differ by one module differ by exactly that module's block.
+Assembly joins the resolved blocks in slot order (B1, B2, env, then B3) with one blank line
+between them; that text is what ``--append-system-prompt-file`` receives, so two conditions that
+differ by one module differ by exactly that module's block.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
 
@@ -43,7 +45,9 @@ SEPARATOR = "\n\n"
 
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
-_SLOT_ORDER = {"B1": 1, "B2": 2, "B3": 3}
+# Environment facts come before B3, so adding or removing B3 changes only the prompt's end.
+_SLOT_ORDER = {"B1": 1, "B2": 2, "env": 3, "B3": 4}
+_NAME = r"^[A-Z][A-Z0-9_]*$"
 
 
 class PromptError(ValueError):
@@ -53,9 +57,18 @@ class PromptError(ValueError):
 class ModuleHeader(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     id: str
-    slot: Literal["B1", "B2", "B3", "review", "annotator"]
+    slot: Literal["B1", "B2", "B3", "env", "review", "annotator"]
     version: str
-    placeholder: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]*$")
+    placeholder: (
+        Annotated[str, StringConstraints(pattern=_NAME)]
+        | tuple[Annotated[str, StringConstraints(pattern=_NAME)], ...]
+        | None
+    ) = None
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        name = self.placeholder
+        return () if name is None else (name,) if isinstance(name, str) else name
 
 
 class PromptModule(BaseModel):
@@ -74,7 +87,9 @@ class PromptModule(BaseModel):
 
 
 class ResolvedModule(BaseModel):
-    """A module's block with its placeholder replaced, as stored in ``prompt/<id>.md``."""
+    """A module's block with its placeholders replaced, as stored in ``prompt/<id>.md``. A module
+    with one placeholder records its name and value; one with several, their tuple and a mapping
+    of name to value."""
 
     model_config = ConfigDict(frozen=True)
     id: str
@@ -82,8 +97,8 @@ class ResolvedModule(BaseModel):
     version: str
     source_sha256: str
     template_sha256: str
-    placeholder: str | None
-    value: str | None
+    placeholder: str | tuple[str, ...] | None
+    value: str | dict[str, str] | None
     text: str
     resolved_sha256: str
 
@@ -169,12 +184,12 @@ def load_module(prompts_dir: Path | str, module_id: str) -> PromptModule:
     )
 
 
-def resolve_module(module: PromptModule, values: dict[str, str]) -> ResolvedModule:
-    """Replace the module's declared placeholder with its value, and nothing else."""
-    name = module.header.placeholder
+def resolve_module(module: PromptModule, values: Mapping[str, str]) -> ResolvedModule:
+    """Replace the module's declared placeholders with their values, and nothing else. A value
+    `values` cannot give (a lazy mapping may raise PromptError naming why) refuses the module."""
     text = module.template
-    value: str | None = None
-    if name is not None:
+    found: dict[str, str] = {}
+    for name in module.header.placeholders:
         token = "{{" + name + "}}"
         if token not in text:
             raise PromptError(
@@ -183,21 +198,24 @@ def resolve_module(module: PromptModule, values: dict[str, str]) -> ResolvedModu
             )
         if name not in values:
             raise PromptError(f"prompt module {module.path}: no value supplied for {token}")
-        value = values[name]
-        text = text.replace(token, value)
+        found[name] = values[name]
+        text = text.replace(token, found[name])
     leftover = _PLACEHOLDER.findall(text)
     if leftover:
         raise PromptError(
             f"prompt module {module.path}: unresolved placeholder(s) "
             f"{sorted({'{{' + p + '}}' for p in leftover})} in its fenced block"
         )
+    value: str | dict[str, str] | None = found or None
+    if isinstance(module.header.placeholder, str):
+        value = found[module.header.placeholder]
     return ResolvedModule(
         id=module.id,
         slot=module.header.slot,
         version=module.header.version,
         source_sha256=module.source_sha256,
         template_sha256=module.template_sha256,
-        placeholder=name,
+        placeholder=module.header.placeholder,
         value=value,
         text=text,
         resolved_sha256=sha256_bytes(text.encode("utf-8")),
@@ -205,9 +223,9 @@ def resolve_module(module: PromptModule, values: dict[str, str]) -> ResolvedModu
 
 
 def assemble(
-    prompts_dir: Path | str, module_ids: tuple[str, ...] | list[str], values: dict[str, str]
+    prompts_dir: Path | str, module_ids: tuple[str, ...] | list[str], values: Mapping[str, str]
 ) -> AssembledPrompt:
-    """Load, resolve and join a condition's modules in slot order (B1, B2, B3)."""
+    """Load, resolve and join a condition's modules in slot order (B1, B2, env, B3)."""
     modules = [load_module(prompts_dir, m) for m in module_ids]
     for module in modules:
         if module.header.slot not in _SLOT_ORDER:

@@ -17,7 +17,9 @@ import yaml
 
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_json
+from veriharness._util.programs import MissingTool, find_chromium
 from veriharness.experiment.config import AgentSettings, deep_merge, task_ids
+from veriharness.experiment.environment import CHROMIUM_PLACEHOLDER
 from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 
 __all__ = [
@@ -181,10 +183,32 @@ def effective_config_path(experiment_dir: str) -> str:
     return str(Path(experiment_dir) / EFFECTIVE_CONFIG_NAME)
 
 
-def identity_settings_digest(config: dict[str, Any]) -> str:
-    """A digest of the config values (not files) that define a run, by the same rule the run
-    record hashes them: a change reruns its sessions through Snakemake's params trigger."""
-    return sha256_json({"agent": AgentSettings(**config["agent"]).identity()})
+def identity_settings_digest(config: dict[str, Any], condition: str | None = None) -> str:
+    """A digest of the values (not files) that define a run, by the same rule the run record
+    hashes them: a change reruns its sessions through Snakemake's params trigger. For a
+    condition whose modules state the Chromium path (environment facts), that path too, so a
+    session is told the program the machine has now; other conditions' digest ignores it, as
+    their identity does."""
+    settings: dict[str, Any] = {"agent": AgentSettings(**config["agent"]).identity()}
+    if condition is not None and _names_chromium(
+        _condition_inputs(str(config["conditions_dir"]), str(config["prompts_dir"]), condition)
+    ):
+        settings["chromium"] = _chromium()
+    return sha256_json(settings)
+
+
+@cache
+def _names_chromium(files: tuple[str, ...]) -> bool:
+    token = "{{" + CHROMIUM_PLACEHOLDER + "}}"
+    return any(Path(f).is_file() and token in Path(f).read_text(encoding="utf-8") for f in files)
+
+
+@cache
+def _chromium() -> str | None:
+    try:
+        return str(find_chromium())
+    except MissingTool:
+        return None  # check-experiment refuses such a condition, naming the placeholder
 
 
 def write_effective_config(

@@ -7,6 +7,8 @@ Design notes:
   `snakemake --report`; `report_plots` draws them.
 - Answer sets no session wrote (`external:<name>`) get a table of every metric per task; the
   reference set's row is each metric's ceiling on that task.
+- The first screen names each condition's prompt modules (from experiment.json), so what the
+  agent was told in each condition is read beside the verdict.
 - Declared vs inferred capability tags: the tag_agreement table (per code, per family, overall)
   with the annotator named and a rule-based one marked as such.
 - When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
@@ -154,6 +156,18 @@ def _flag_rates_html(exp_dir: Path) -> str:
     return "<h2>Audit flag rates</h2>" + _table(rows, head)
 
 
+def _modules_text(record: dict[str, Any]) -> str:
+    """Each condition's prompt modules, as the experiment record lists them."""
+    conditions = record.get("conditions")
+    if not isinstance(conditions, dict) or not conditions:
+        return "not recorded"
+    return "; ".join(
+        f"{name}: {', '.join(map(str, part.get('modules', [])))}"
+        for name, part in conditions.items()
+        if isinstance(part, dict)
+    )
+
+
 def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     """The first screen: warnings, the comparison, the models, the commit, the spend and the
     runs left out, before any plot."""
@@ -188,6 +202,7 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     facts = [
         ["agent model", f"{agent.get('model', '?')} (endpoint {agent.get('endpoint', '?')})"],
         ["sessions could reach", _network_text(agent, current)],
+        ["prompt modules", _modules_text(record)],
         ["session limits", _limits_text(current)],
         ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
         [
