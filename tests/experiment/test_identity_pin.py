@@ -14,20 +14,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:c94df6e4e1b2b6e01296ec75409ea3f12a04fd94afed61135ec53ca25f6620eb",  # noqa: E501
-        "dashboard-chart": "sha256:23ddc83d5fb9be6ec71014fc3d462bfdab9e1fd6a981d08191a078799e1b52c6",  # noqa: E501
-        "landing-page": "sha256:2b49a242ee00fab13ec5ccd3eb0b85862d695fa8fff9bd3d87c1ab71e1abeca1",  # noqa: E501
-        "pricing-table": "sha256:6f233c384783aa16a7f041d5ec2cfeaac05ba839cbce48cb14fff810b139c77a",  # noqa: E501
-        "settings-page": "sha256:6c593da0ecd76424be7a4d2cd5379ca783a6b24462b3c29ea083493275bdc81a",  # noqa: E501
-        "signup-form": "sha256:d67108fcc71936ff7fdd73b8549cc09846fd552f21a4afe5e8a448806ef78af3",  # noqa: E501
+        "article": "sha256:dbd3b108894293a3c9d93c8b37dcbd61a6544ae3c69087258fe12b10618308ea",  # noqa: E501
+        "dashboard-chart": "sha256:78a0ea538ff2d70828606e4ce4cd4c47f78db5bfd1dea4298c252c207ab2ff20",  # noqa: E501
+        "landing-page": "sha256:44a26e4aac4bd41ee69f6a730e51122c180a15173c113e4172e202171b967139",  # noqa: E501
+        "pricing-table": "sha256:4639c91408236e7c939a42c2dbfd9277d242daf1a3676c86b8585f8806b59be4",  # noqa: E501
+        "settings-page": "sha256:ecee35c7b94f0fe2e6bb770f6ce7cbd0f3926182e202dfa770976c0ddba4e649",  # noqa: E501
+        "signup-form": "sha256:fb7b9269c7fe49863f944972d7cef16b41af4ef91cad75240960d4be516549aa",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:ce71e47c8e70ff2d5ecc199a01218fff473c2806989b731888a3d5e3c15de6af",  # noqa: E501
-        "dashboard-chart": "sha256:da08242a1ed21f88e4d62e75fc91698c0bed4b4cdc2eb036ccfc9d3f26009a34",  # noqa: E501
-        "landing-page": "sha256:f40861a2d03ee4d3cd003143949c354300855211df16a928251da953c8fb315d",  # noqa: E501
-        "pricing-table": "sha256:885a5f2f900070774d56739760fac6a9961c12ce957e5e38c40f0c99031117c3",  # noqa: E501
-        "settings-page": "sha256:7522df780f34068e9adb75dcf8aefa42f789664cd1ab0acd925ed752fcb8f775",  # noqa: E501
-        "signup-form": "sha256:ed810d4b8dc87eb5421630f80f3925ce7c1ef02d3e9863d24714bdf7d1f3545e",  # noqa: E501
+        "article": "sha256:0d35c55dee144829ffb8f56c7e1afc99b13916baab6bf016801002b3c2ee7002",  # noqa: E501
+        "dashboard-chart": "sha256:d71e268e43d13120c6893fd409b5548befa3f4ec39d3dba3d0576d34b98a50d9",  # noqa: E501
+        "landing-page": "sha256:194a744ab9bf8783746dfaee88ce897e7ecf8d25620f2bce41d7aa2365a29c0d",  # noqa: E501
+        "pricing-table": "sha256:02010b7238f53eac3621b6adbf9fbd03e735879321a13cdf194eec7dd3370629",  # noqa: E501
+        "settings-page": "sha256:c9ebb90410863170490820b5273223e7f2e320ca8ef1b87bce2e257ed6e0600e",  # noqa: E501
+        "signup-form": "sha256:15256f1369aa91fdd9bd0dd56f818eb269ecf12bed99c6f279b28af326e19729",  # noqa: E501
     },
 }
 
