@@ -80,6 +80,8 @@ def test_a_refused_request_carries_a_bearer_challenge(served) -> None:
     missing = httpx.post(url, json=hello)
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"] == 'Bearer realm="veriharness-mllm"'
+    assert "send Authorization: Bearer" in missing.json()["error"]
+    assert "this server has no OAuth" in missing.json()["error"]
     wrong = httpx.post(url, json=hello, headers={"Authorization": "Bearer not-the-token"})
     assert wrong.status_code == 401
     challenge = wrong.headers["www-authenticate"]

@@ -402,10 +402,15 @@ def build_server(service: CallService) -> Server[None]:
 
 
 # RFC 6750 3.1: without credentials the challenge names only the realm; with wrong ones it adds
-# error="invalid_token". A 401 with no challenge at all sent Claude Code into OAuth dynamic
-# client registration (issue 27); the session token is the only credential here.
+# error="invalid_token". The body is what an MCP client shows: Claude Code configured without
+# the header (never so in run-agent) still tries OAuth client registration on any 401 and
+# reports this body as the registration's refusal (measured, P-39), so it says what to send.
 _REALM = b'Bearer realm="veriharness-mllm"'
 _WRONG_TOKEN = _REALM + b', error="invalid_token", error_description="wrong session token"'
+_REFUSAL = (
+    b'{"error": "missing or wrong session token: send Authorization: Bearer <the session\'s '
+    b'token>; this server has no OAuth"}'
+)
 
 
 def token_guard(app: Any, token: str) -> Any:
@@ -417,7 +422,7 @@ def token_guard(app: Any, token: str) -> Any:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
-                body = b'{"error": "missing or wrong session token"}'
+                body = _REFUSAL
                 await send(
                     {
                         "type": "http.response.start",
