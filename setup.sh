@@ -4,8 +4,9 @@
 # CLI under .tools/claude. Safe to run again: finished steps are skipped quickly.
 #
 #   ./setup.sh          what the workflow needs
-#   ./setup.sh --test   the same plus the test tools (pytest, hypothesis, ruff) and the
-#                       single-node SLURM used by the cluster test (slurm-wlm, munge)
+#   ./setup.sh --test   the same plus the test tools (pytest, hypothesis, ruff), the
+#                       single-node SLURM used by the cluster test (slurm-wlm, munge) and the
+#                       pinned MCP Inspector CLI under .tools/mcp-inspector
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -69,6 +70,19 @@ if ! { [ -x "$claude_bin" ] && "$claude_bin" --version 2>/dev/null | grep -q "^$
   mkdir -p .tools/claude
   npm install --prefix .tools/claude --no-fund --no-audit --loglevel=error \
     "@anthropic-ai/claude-code@$claude_version" >/dev/null
+fi
+
+# --- the pinned MCP Inspector (tests only) -----------------------------------------------------
+# tests/mllm/test_mllm_inspector.py drives the mllm server with its CLI, a client not our own.
+if [ "$want_test" = 1 ]; then
+  inspector_version=$(sed -n 's/^mcp-inspector-version = "\(.*\)"/\1/p' pyproject.toml)
+  inspector_bin=".tools/mcp-inspector/node_modules/.bin/mcp-inspector"
+  if ! { [ -x "$inspector_bin" ] && [ "$("$inspector_bin" --cli --version 2>/dev/null)" = "$inspector_version" ]; }; then
+    say "installing @modelcontextprotocol/inspector@$inspector_version under .tools/mcp-inspector"
+    mkdir -p .tools/mcp-inspector
+    npm install --prefix .tools/mcp-inspector --no-fund --no-audit --loglevel=error \
+      "@modelcontextprotocol/inspector@$inspector_version" >/dev/null
+  fi
 fi
 
 python3 -m veriharness check-setup

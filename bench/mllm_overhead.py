@@ -379,20 +379,30 @@ def measure(
 
 
 def serve_noop() -> None:
+    """The SDK's floor: the low-level Server the mllm server is built on, with two tools that
+    do nothing, one answered on the event loop and one after a worker-thread hop."""
+    import anyio
     import anyio.to_thread
-    from mcp.server.mcpserver import MCPServer
+    import mcp_types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
 
-    server = MCPServer("noop")
+    async def list_tools(ctx: Any, params: Any) -> mcp_types.ListToolsResult:
+        empty: dict[str, Any] = {"type": "object", "properties": {}}
+        tools = [mcp_types.Tool(name=name, input_schema=empty) for name in ("call", "threaded")]
+        return mcp_types.ListToolsResult(tools=tools)
 
-    @server.tool(name="call")
-    async def call() -> str:
-        return "ok"
+    async def call_tool(ctx: Any, params: Any) -> mcp_types.CallToolResult:
+        text = "ok" if params.name == "call" else await anyio.to_thread.run_sync(str, "ok")
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)])
 
-    @server.tool(name="threaded")
-    async def threaded() -> str:
-        return await anyio.to_thread.run_sync(str, "ok")
+    server: Server[Any] = Server("noop", on_list_tools=list_tools, on_call_tool=call_tool)
 
-    server.run("stdio")
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
 
 
 def main() -> None:

@@ -118,4 +118,13 @@ def test_processes_share_one_pace_through_the_folder(tmp_path: Path) -> None:
 
 
 def _sent(folder: Path) -> list[Sent]:
-    return PaceState.model_validate_json((folder / "shared.json").read_text()).recent(time.time())
+    """The last minute's requests; read without the writers' lock, so a read that meets a write
+    under way is read again."""
+    for _ in range(50):
+        try:
+            state = PaceState.model_validate_json((folder / "shared.json").read_text())
+        except ValueError:
+            time.sleep(0.01)
+            continue
+        return state.recent(time.time())
+    raise AssertionError("the shared pace state stayed unreadable")

@@ -59,7 +59,7 @@ def test_writes_a_complete_experiment_record(tmp_path: Path) -> None:
     assert record["provenance"]["git_commit"] == git(root, "rev-parse", "HEAD").strip()
     assert record["offline"] is True
     assert record["model_check"]["checked"] is True
-    assert record["shared"]["tool_schema_version"] == "callmllm-request-v0.2"
+    assert record["shared"]["tool_schema_version"] == "callmllm-request-v0.3"
 
 
 def test_the_declared_analysis_is_recorded_and_a_design_that_cannot_reach_alpha_is_warned(

@@ -17,20 +17,20 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:e36b3a91e55c5694e44aefcf60ac7da06f912f8c9e724e74636d1e7cf0a2ccee",  # noqa: E501
-        "dashboard-chart": "sha256:770f7bd49a5bd5f8f67217e124ba1de319a87bcdd2919765f478ea088e8ad4d6",  # noqa: E501
-        "landing-page": "sha256:94026833f3b28c1d0750fa41172b52b9179c2b9036e939eed53cf5e043631015",  # noqa: E501
-        "pricing-table": "sha256:a3b319416fa1e27cb01d334fa54f3bcdb47abd8275d16edbd66b6a371020fa9c",  # noqa: E501
-        "settings-page": "sha256:bfd31c4adfe313a636d4d6268b4c18fa34aba9133173d05b3ecf427aa0637805",  # noqa: E501
-        "signup-form": "sha256:91b5437edb385b5d76d71cc15e6e6911b4735e5464fa9799bc5e74bb4d3c34a3",  # noqa: E501
+        "article": "sha256:0c70cd94f3af06db6fc09070279458e8e2827244a9179229a622a5c26c6ed738",  # noqa: E501
+        "dashboard-chart": "sha256:d6770583a917866cb301afec9dbd75751183cad1e097559739db1928027e45df",  # noqa: E501
+        "landing-page": "sha256:9d6b2b4e7bc85ff1efa31267bfd2cce88c97b40f91f1aea3f909dae59013577a",  # noqa: E501
+        "pricing-table": "sha256:2735b33915f87beffc86ffc84a3f2c986d9a6a6e69b9ca09081e4127ac21b143",  # noqa: E501
+        "settings-page": "sha256:194e07b524198d8f61ec031bc8d061468ad760e798d0c8de00c6250495651af8",  # noqa: E501
+        "signup-form": "sha256:283c5b43637f8261571f13c6b5e5972d468eec1df08a66232902ac5d6cdd6e23",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:8b959e919ed110928977d135bc4bec0fe31f7acf2a1ff55a1f766b40a55983a7",  # noqa: E501
-        "dashboard-chart": "sha256:0cea2f6dfe7d214d6ccb1bf3baf4534425834f74e0ffc99760f113d571d67057",  # noqa: E501
-        "landing-page": "sha256:57782f23a9ca1cc622d167043444f007df410b310702ddcd71af8594d0c4a97c",  # noqa: E501
-        "pricing-table": "sha256:a1df6569d0539d9c4e599381ddd40dafd9cf4b246e0fba0f1334f45569d3667b",  # noqa: E501
-        "settings-page": "sha256:6e3067bfd0ceb566f81417736e64feed2ee07f68a8a50556c815f774402d6f4f",  # noqa: E501
-        "signup-form": "sha256:322db1c3f2c03647e6a6a2e59b605cd6c3e34b79950c1933d367c58c86976b9f",  # noqa: E501
+        "article": "sha256:67849ade5faa6d59db1307f78ecc9fb3b20711fcf185801b3a3c8e0ab80018ad",  # noqa: E501
+        "dashboard-chart": "sha256:220cf82db3e984a47282b1d8ced5d63706cf626d7bddff9df7320738e60a408c",  # noqa: E501
+        "landing-page": "sha256:52b2ca3f4bc4487cfb36ffabd748caf84fc75aedc7dfb3105735dfdab1f811df",  # noqa: E501
+        "pricing-table": "sha256:1343534e8ff36d11dc3f4f26390dee63e95a8ebaad0cdd7b68199b4076840bdb",  # noqa: E501
+        "settings-page": "sha256:55d0cc96b93b2ad11e256eb86d231f17a3a33a68d5ce847cbdaadbb3ac38f3ae",  # noqa: E501
+        "signup-form": "sha256:e03f287650eafa1b36ab7e4197a643ad7885f8adfe4aa567bcefce2eaa88e94f",  # noqa: E501
     },
 }
 

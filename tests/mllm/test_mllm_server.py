@@ -76,6 +76,54 @@ def test_the_server_offers_one_tool_named_call_with_the_whole_request_schema(mll
     assert "at least one must be an image" in schema["properties"]["inputs"]["description"]
 
 
+def test_the_input_schema_holds_the_rules_json_schema_can_state(mllm) -> None:
+    """What a client validating against the advertised schema refuses before sending, and the
+    one rule (unique labels) the schema cannot state and its description names instead."""
+    from jsonschema import Draft202012Validator
+
+    schema = mllm.list_tools().tools[0].input_schema
+    inputs = schema["properties"]["inputs"]
+    assert "Each label must be unique (JSON Schema cannot state this rule" in inputs["description"]
+    validator = Draft202012Validator(schema)
+    text = {"kind": "text", "label": "t", "content": "x"}
+    image = {"kind": "image", "label": "i", "path": "shots/screen.png"}
+    region = {"x": 5.0, "y": 0, "width": 10, "height": 10.0}
+    assert validator.is_valid(request(inputs=[text, image | {"region": region}]))
+    failing = {
+        "text only": (request(inputs=[text]), "contains"),
+        "repeated tags": (request(capability_tags=["E1", "E1"]), "uniqueItems"),
+        "fractional x": (request(inputs=[image | {"region": region | {"x": 0.5}}]), "type"),
+    }
+    for name, (instance, keyword) in failing.items():
+        [error] = validator.iter_errors(instance)
+        # an error inside one input comes as the items' oneOf, with each branch's reasons below
+        found, below = set(), [error]
+        while below:
+            found |= {e.validator for e in below}
+            below = [c for e in below for c in e.context or []]
+        assert keyword in found, (name, error.message)
+    # labels: the schema lets a repeat through, the server refuses it (test_refusals_...)
+    assert validator.is_valid(request(inputs=[image, image | {"path": "alpha.png"}]))
+
+
+def test_integer_valued_numbers_are_integers_for_a_region(
+    mllm, stub, workspace, trace_path
+) -> None:
+    """JSON Schema counts 5.0 as an integer, and so does the server (P-39)."""
+    region = {"x": 17.0, "y": 13, "width": 81.0, "height": 57.0}
+    before = len(stub.received)
+    inputs = [{"kind": "image", "label": "crop", "path": "shots/screen.png", "region": region}]
+    result = mllm.call(request(inputs=inputs))
+    assert not result.is_error, text_of(result)
+    [(_, data)] = openai_images(one_new(stub, before).json())
+    with Image.open(workspace / "shots/screen.png") as original:
+        assert Image.open(io.BytesIO(data)).tobytes() == original.crop((17, 13, 98, 70)).tobytes()
+    started = [json.loads(line) for line in trace_path.read_text().splitlines()][-2]
+    traced = started["inputs"][0]["region"]
+    assert traced == {"x": 17, "y": 13, "width": 81, "height": 57}
+    assert all(type(v) is int for v in traced.values())
+
+
 def test_full_image_reaches_the_provider_as_the_original_bytes(mllm, stub, workspace) -> None:
     for path, media in (("shots/screen.png", "image/png"), ("photo.jpg", "image/jpeg")):
         before = len(stub.received)
@@ -223,11 +271,11 @@ REFUSALS = [
                 {"kind": "text", "label": "a", "content": "x"},
             ]
         },
-        ["inputs", "'a'", "unique"],
+        ["inputs", "'a'", "unique", "JSON Schema cannot state"],
     ),
     ({"inputs": [{"kind": "video", "label": "v", "path": "x"}]}, ["inputs[0]", "'video'"]),
     ({"capability_tags": ["A1", "Q9"]}, ["capability_tags", "Q9", "valid codes: A1, A2"]),
-    ({"capability_tags": ["A1", "A1"]}, ["capability_tags", "repeated", "A1"]),
+    ({"capability_tags": ["A1", "A1"]}, ["capability_tags", "repeated", "A1", "uniqueItems"]),
     ({"capability_tags": []}, ["capability_tags", "[]"]),
     ({"output": {"kind": "text", "schema": {"type": "object"}}}, ["output", "kind 'json'"]),
     (
@@ -324,6 +372,19 @@ REFUSALS = [
             ]
         },
         ["inputs[0].region.x", "0.5", "integer"],
+    ),
+    (
+        {
+            "inputs": [
+                {
+                    "kind": "image",
+                    "label": "r",
+                    "path": "alpha.png",
+                    "region": {"x": "5", "y": True, "width": 5, "height": 10},
+                }
+            ]
+        },
+        ["inputs[0].region.x", '"5"', "inputs[0].region.y", "true", "integer"],
     ),
 ]
 

@@ -53,7 +53,7 @@ __all__ = [
 FORMAT_VERSION = 1
 # The CallMLLM request contract (instruction, typed inputs, capability_tags, output,
 # model_profile). A change to what the tool accepts is a new version here.
-TOOL_SCHEMA_VERSION = "callmllm-request-v0.2"
+TOOL_SCHEMA_VERSION = "callmllm-request-v0.3"
 
 _HASHED_PREFIXES = ("identity_hash", "identity.", "cells.", "conditions.", "tasks.", "shared.")
 

@@ -20,6 +20,7 @@ from jsonschema import SchemaError, validators
 from jsonschema.exceptions import best_match
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -68,14 +69,27 @@ class RequestRefused(ValueError):
     """A request the server refuses before any model call; the message is for the agent."""
 
 
+def _json_integer(value: Any) -> Any:
+    """JSON Schema counts a number with a zero fractional part (5.0) as an integer: take it as
+    one. Anything else goes on to the strict check, which refuses 0.5, "5" and true."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+_JsonInteger = Annotated[int, BeforeValidator(_json_integer)]
+
+
 class Region(BaseModel):
     """A rectangle in pixels of the original image, measured from its top-left corner."""
 
     model_config = ConfigDict(extra="forbid")
-    x: int = Field(ge=0, strict=True, description="Left edge, pixels from the image's left.")
-    y: int = Field(ge=0, strict=True, description="Top edge, pixels from the image's top.")
-    width: int = Field(gt=0, strict=True, description="Width in pixels (> 0).")
-    height: int = Field(gt=0, strict=True, description="Height in pixels (> 0).")
+    x: _JsonInteger = Field(
+        ge=0, strict=True, description="Left edge, pixels from the image's left."
+    )
+    y: _JsonInteger = Field(ge=0, strict=True, description="Top edge, pixels from the image's top.")
+    width: _JsonInteger = Field(gt=0, strict=True, description="Width in pixels (> 0).")
+    height: _JsonInteger = Field(gt=0, strict=True, description="Height in pixels (> 0).")
 
 
 class TextInput(BaseModel):
@@ -189,6 +203,15 @@ InputItem = Annotated[TextInput | ImageInput, Field(discriminator="kind")]
 OutputContract = Annotated[TextOutput | JsonOutput, Field(discriminator="kind")]
 
 
+# D-0002 in the input schema: `contains` (JSON Schema draft 6 on, 2020-12 included) holds when at
+# least one item matches, i.e. minContains 1.
+_AN_IMAGE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"kind": {"const": "image"}},
+    "required": ["kind"],
+}
+
+
 class CallRequest(BaseModel):
     """One CallMLLM request: a complete instruction, labelled inputs, tags and output contract."""
 
@@ -198,12 +221,15 @@ class CallRequest(BaseModel):
     )
     inputs: list[InputItem] = Field(
         min_length=1,
-        description="Labelled text and image inputs; at least one must be an image.",
+        description="Labelled text and image inputs; at least one must be an image. Each label "
+        "must be unique (JSON Schema cannot state this rule; the server checks it).",
+        json_schema_extra={"contains": _AN_IMAGE},
     )
     capability_tags: list[str] = Field(
         min_length=1,
         description="Taxonomy codes describing this call (>= 1, no repeats, order ignored). "
         "Recorded for analysis only; they do not change the request.",
+        json_schema_extra={"uniqueItems": True},
     )
     output: OutputContract = Field(
         description="Reply format: {kind: text} or {kind: json, schema?}."
@@ -224,7 +250,7 @@ class CallRequest(BaseModel):
     def _tags_known_and_distinct(cls, tags: list[str], info: ValidationInfo) -> list[str]:
         repeated = sorted({t for t in tags if tags.count(t) > 1})
         if repeated:
-            raise ValueError(f"tags repeated: {repeated}")
+            raise ValueError(f"tags repeated: {repeated}; each tag is given once (uniqueItems)")
         codes = (info.context or {}).get("taxonomy_codes")
         if codes is not None:
             unknown = [t for t in tags if t not in codes]
@@ -238,7 +264,10 @@ class CallRequest(BaseModel):
         labels = [item.label for item in inputs]
         repeated = sorted({label for label in labels if labels.count(label) > 1})
         if repeated:
-            raise ValueError(f"input labels must be unique, repeated: {repeated}")
+            raise ValueError(
+                f"input labels must be unique, repeated: {repeated}; the instruction names each "
+                "input by its label (a rule JSON Schema cannot state, so the server checks it)"
+            )
         if not any(isinstance(item, ImageInput) for item in inputs):
             # D-0002: CallMLLM is for multimodal understanding, not a plain text model.
             kinds = [item.kind for item in inputs]

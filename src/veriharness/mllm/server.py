@@ -3,10 +3,11 @@ CallMLLM), served by ``veriharness mllm-server``.
 
 The agent stage runs it outside the session's sandbox over MCP's streamable HTTP transport on a
 loopback port (``--transport http``): every request must carry ``Authorization: Bearer <token>``
-with the per-session token from ``VERIHARNESS_MLLM_TOKEN``, else it is refused with 401 before
-the MCP layer sees it. The trace, the catalog and the provider keys thus stay with this process;
-the session holds only the address and the token. ``--transport stdio`` (one client, the parent
-process) remains for tests and ``bench/mllm_overhead.py``.
+with the per-session token from ``VERIHARNESS_MLLM_TOKEN``, else it is refused with 401 and
+``WWW-Authenticate: Bearer`` (RFC 6750) before the MCP layer sees it. The trace, the catalog and
+the provider keys thus stay with this process; the session holds only the address and the token.
+``--transport stdio`` (one client, the parent process) remains for tests and
+``bench/mllm_overhead.py``.
 
 A call runs: validate the request (``CallRequest``, tags against the taxonomy), resolve the model
 profile (unknown is an error, never a fallback), prepare the inputs inside the workspace, write
@@ -15,10 +16,13 @@ write ``mllm_call_completed`` or ``mllm_call_failed``. A refusal before the mode
 ``mllm_call_rejected``. Refusals and provider faults reach the agent as MCP error results
 (``ToolError``) with a message it can act on; the server keeps serving.
 
-The tool receives its arguments exactly as the client sent them and validates them itself
-(``_RawArgumentsTool``): the SDK's own argument model would reject a malformed request before
-this module sees it, leaving no trace line and a less specific message. The advertised input
-schema is ``CallRequest``'s, with the taxonomy's codes as an enum.
+The server is the SDK's low-level ``Server`` with two handlers, ``tools/list`` and ``tools/call``
+(P-39): it advertises the tools capability only, any other method (``prompts/get``,
+``resources/list``, ...) is answered with JSON-RPC's -32601 "method not found", and
+``serverInfo.version`` is the package's version. The tool receives its arguments exactly as the
+client sent them and validates them itself, so every malformed request leaves a trace line and
+a message naming the field and value. The advertised input schema is ``CallRequest``'s, with the
+taxonomy's codes as an enum (``request_json_schema``).
 
 ``CallService.call`` is plain synchronous code and the tool runs it in a worker thread: reading,
 hashing and cropping an image and the HTTP request then never block the event loop that serves
@@ -41,13 +45,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import anyio.to_thread
 import httpx
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools import Tool
+import mcp_types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from veriharness import __version__
 from veriharness._util import atomic
 from veriharness._util.programs import project_root
 from veriharness._util.redaction import Redactor
@@ -98,6 +106,7 @@ from veriharness.spend.prices import cost_usd, estimate_tokens, unpriced_reason
 __all__ = [
     "MllmSpend",
     "CallService",
+    "ToolError",
     "build_server",
     "token_guard",
     "open_service",
@@ -339,25 +348,16 @@ def _ms(begun: float) -> float:
     return round((time.perf_counter() - begun) * 1000, 3)
 
 
-class _RawArgumentsTool(Tool):
-    """A tool whose function gets the arguments dict as sent (see the module notes)."""
-
-    async def run(
-        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
-    ) -> Any:
-        result = await self.fn(dict(arguments), _tool_use_id(context))
-        return self.fn_metadata.convert_result(result) if convert_result else result
+class ToolError(Exception):
+    """A refusal or a provider fault: the agent reads the message as the tool's error result."""
 
 
 # Claude Code sends the id of the tool use in the request's `_meta` under this key.
 _TOOL_USE_ID_KEY = "claudecode/toolUseId"
+_TOOL_NAME = "call"
 
 
-def _tool_use_id(context: Any) -> str | None:
-    try:
-        meta = context.request_context.meta
-    except (AttributeError, ValueError):
-        return None
+def _tool_use_id(meta: Any) -> str | None:
     if meta is None:
         return None
     data = meta if isinstance(meta, dict) else meta.model_dump(by_alias=True)
@@ -365,35 +365,81 @@ def _tool_use_id(context: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def build_server(service: CallService) -> MCPServer:
-    async def call(arguments: dict[str, Any], tool_use_id: str | None = None) -> str:
-        return await anyio.to_thread.run_sync(service.call, arguments, tool_use_id)
-
-    tool = _RawArgumentsTool.from_function(
-        call, name="call", description=TOOL_DESCRIPTION, structured_output=False
+def _error_result(message: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=message)], is_error=True
     )
-    tool = tool.model_copy(update={"parameters": request_json_schema(service.taxonomy.codes)})
+
+
+def build_server(service: CallService) -> Server[None]:
+    """The MCP server of one call service: the tool ``call`` and nothing else."""
+    tool = mcp_types.Tool(
+        name=_TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        input_schema=request_json_schema(service.taxonomy.codes),
+    )
+
+    async def list_tools(
+        ctx: ServerRequestContext[None], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=[tool])
+
+    async def call_tool(
+        ctx: ServerRequestContext[None], params: mcp_types.CallToolRequestParams
+    ) -> mcp_types.CallToolResult:
+        if params.name != _TOOL_NAME:
+            raise MCPError(
+                code=mcp_types.INVALID_PARAMS,
+                message=f"unknown tool {params.name!r}; this server has one tool, {_TOOL_NAME!r}",
+            )
+        arguments = dict(params.arguments or {})
+        try:
+            text = await anyio.to_thread.run_sync(service.call, arguments, _tool_use_id(ctx.meta))
+        except ToolError as error:
+            return _error_result(str(error))
+        except Exception as error:  # a fault of this server: the agent is told, serving goes on
+            logging.getLogger(__name__).exception("CallMLLM failed unexpectedly")
+            return _error_result(f"CallMLLM failed inside the server: {type(error).__name__}")
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)])
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+    async def lifespan(_: Server[None]) -> AsyncIterator[None]:
         try:
             yield
         finally:
             service.close()
 
-    # WARNING: at INFO the SDK renders every failed tool call to stderr, costing milliseconds.
-    return MCPServer("mllm", tools=[tool], lifespan=lifespan, log_level="WARNING")
+    return Server(
+        "mllm",
+        version=__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        lifespan=lifespan,
+    )
+
+
+# RFC 6750 3.1: without credentials the challenge names only the realm; with wrong ones it adds
+# error="invalid_token". The body is what an MCP client shows: Claude Code configured without
+# the header (never so in run-agent) still tries OAuth client registration on any 401 and
+# reports this body as the registration's refusal (measured, P-39), so it says what to send.
+_REALM = b'Bearer realm="veriharness-mllm"'
+_WRONG_TOKEN = _REALM + b', error="invalid_token", error_description="wrong session token"'
+_REFUSAL = (
+    b'{"error": "missing or wrong session token: send Authorization: Bearer <the session\'s '
+    b'token>; this server has no OAuth"}'
+)
 
 
 def token_guard(app: Any, token: str) -> Any:
-    """An ASGI wrapper that answers 401 to any HTTP request without ``Bearer <token>``."""
+    """An ASGI wrapper that answers 401 with a Bearer challenge to any HTTP request without
+    ``Bearer <token>``."""
     expected = f"Bearer {token}".encode()
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
-                body = b'{"error": "missing or wrong session token"}'
+                body = _REFUSAL
                 await send(
                     {
                         "type": "http.response.start",
@@ -401,6 +447,7 @@ def token_guard(app: Any, token: str) -> Any:
                         "headers": [
                             (b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", _WRONG_TOKEN if given else _REALM),
                         ],
                     }
                 )
@@ -444,14 +491,19 @@ def serve(
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
         if transport == "stdio":
-            server.run("stdio")
+            anyio.run(_serve_stdio, server)
         else:
             _serve_http(server, token, port, port_file)
     finally:
         service.trace.close()
 
 
-def _serve_http(server: MCPServer, token: str, port: int, port_file: Path | None) -> None:
+async def _serve_stdio(server: Server[None]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def _serve_http(server: Server[None], token: str, port: int, port_file: Path | None) -> None:
     import uvicorn
 
     host = "127.0.0.1"

@@ -209,9 +209,11 @@ def _locked_state(path: Path) -> Iterator[tuple[PaceState, list[PaceState]]]:
             out: list[PaceState] = []
             yield state, out
             if out:
+                # Written over the old state, then cut to length: a reader without the lock
+                # (status) sees an unparsable state for a moment, never an empty file.
                 data = out[0].model_dump_json().encode()
-                os.ftruncate(fd, 0)
                 os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
 
