@@ -87,3 +87,6 @@ def test_installed_verbs_check_and_prepare_the_example_experiment(
     assert run["identity_hash"] == PINNED_CELLS["b3-present"]["article"]
     proc = _run(installed_python, "-m", "veriharness", "check-setup")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # As root on this machine kind, every containment the sessions need is there (P-37).
+    for part in ("network", "memory limit", "processes limit", "disk limit"):
+        assert f"ok       {part}:" in proc.stdout, proc.stdout
