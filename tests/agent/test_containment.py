@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from support.sessions import TASK, offline_plan
+from support.sessions import TASK, offline_plan, tool_results
 from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
@@ -105,17 +105,7 @@ class Run(NamedTuple):
     outcome: AgentOutcome
 
     def first_result(self) -> str:
-        for line in (self.plan.run_dir / "transcript.jsonl").read_text().splitlines():
-            event = json.loads(line)
-            if event.get("type") != "user":
-                continue
-            for block in event["message"]["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    content = block.get("content")
-                    if isinstance(content, list):
-                        content = "\n".join(part.get("text", "") for part in content)
-                    return str(content)
-        return ""
+        return next(iter(tool_results(self.plan.run_dir)), "")
 
 
 class Matrix(NamedTuple):

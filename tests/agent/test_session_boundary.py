@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from support.sessions import TASK, offline_plan
+from support.sessions import TASK, offline_plan, tool_results
 from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
@@ -52,22 +52,8 @@ class Session:
     def __init__(self, plan: SessionPlan, outcome: AgentOutcome, requests: list[Any]) -> None:
         self.plan, self.outcome, self.model_requests = plan, outcome, requests
 
-    def events(self) -> list[dict[str, Any]]:
-        text = (self.plan.run_dir / "transcript.jsonl").read_text()
-        return [json.loads(line) for line in text.splitlines()]
-
     def tool_results(self) -> list[str]:
-        results = []
-        for event in self.events():
-            if event.get("type") != "user":
-                continue
-            for block in event["message"]["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    content = block.get("content")
-                    if isinstance(content, list):
-                        content = "\n".join(part.get("text", "") for part in content)
-                    results.append(str(content))
-        return results
+        return tool_results(self.plan.run_dir)
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

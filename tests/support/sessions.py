@@ -4,6 +4,7 @@ real `claude` session without Snakemake."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,19 @@ def offline_plan(
         pace=True,
     )
     return SessionPlan(**(fields | overrides))
+
+
+def tool_results(run_dir: Path) -> list[str]:
+    """The text of every tool result in the run's transcript, in order."""
+    results = []
+    for line in (run_dir / "transcript.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") != "user":
+            continue
+        for block in event["message"]["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                content = block.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(part.get("text", "") for part in content)
+                results.append(str(content))
+    return results

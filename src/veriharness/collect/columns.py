@@ -19,6 +19,8 @@ from __future__ import annotations
 import types
 from typing import Annotated, NamedTuple, TypedDict, get_args, get_origin, get_type_hints
 
+from veriharness.runfolder.outcome import Status
+
 __all__ = [
     "Col",
     "Column",
@@ -76,16 +78,10 @@ class ColumnFamily(NamedTuple):
     doc: str
 
 
+# A run's status in the tables: the session's own (outcome.json), or what a later stage found.
 RUN_STATUSES = (
-    "ok",
-    "failed",
-    "timeout",
-    "max_turns",
-    "resource_limit",
-    "budget_exhausted",
+    *get_args(Status),
     "missing_answer",
-    "not_started",
-    "infra_error",
     "render_failed",
     "score_failed",
     "collect_failed",

@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast, get_args
 
 from veriharness.collect.call_links import linked_call_rows, transcript_tool_uses
 from veriharness.collect.columns import (
@@ -43,6 +43,7 @@ from veriharness.runfolder.audit import AUDIT
 from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
 from veriharness.runfolder.metrics import METRICS
 from veriharness.runfolder.outcome import NAME as OUTCOME_NAME
+from veriharness.runfolder.outcome import Status
 from veriharness.runfolder.render import RENDER_NAME
 from veriharness.runfolder.run_record import RUN_RECORD
 from veriharness.runfolder.transcript import read_transcript
@@ -211,6 +212,7 @@ def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[in
     return count or None, "; ".join(causes)
 
 
+_SESSION_STATUSES = frozenset(get_args(Status))
 # outcome.json of an answer no session wrote (`veriharness.external`).
 _EXTERNAL_KIND = "external_answer"
 
@@ -228,15 +230,7 @@ def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[s
             return "failed", "outcome.json is unreadable"
         return "not_started", "no outcome.json: the agent stage has not finished"
     status = outcome.get("status")
-    if status in (
-        "failed",
-        "timeout",
-        "max_turns",
-        "resource_limit",
-        "budget_exhausted",
-        "not_started",
-        "infra_error",
-    ):
+    if status in _SESSION_STATUSES and status != "ok":
         detail = outcome.get("error") or outcome.get("result_subtype") or ""
         return status, f"agent status {status}" + (f": {detail}" if detail else "")
     if status != "ok":
