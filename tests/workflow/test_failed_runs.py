@@ -1,7 +1,8 @@
 """Sessions that fail and answers that break the later stages, through the whole workflow
 (Snakemake, the real claude CLI, the mllm server, the embedded offline model, Chromium) in a copy
 of the project (support.pipeline): every run still gets its row, and the comparison and the report
-are still written."""
+are still written. Sessions only: no external answer set (the reference set's import, render and
+score are test_pipeline.py's)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(project: Path) -> Non
     # One turn is too few to write an answer: every session stops at its turn limit.
     short = snakemake(
         project, "--cores", "4", "all",
-        extra_config="experiment: short\nagent: {max_turns: 1}\nallow_uncommitted: true\n",
+        extra_config="experiment: short\nagent: {max_turns: 1}\nallow_uncommitted: true\n"
+        "external_answers: []\n",
     )  # fmt: skip
     assert short.returncode == 0, short.stderr[-3000:]
     experiment = project / "results" / "short"
@@ -36,7 +38,7 @@ def test_failed_sessions_are_recorded_and_the_others_go_on(project: Path) -> Non
 
 
 def test_hostile_answers_still_yield_tables_comparison_and_report(project: Path) -> None:
-    extra = "experiment: hostile\nallow_uncommitted: true\n"
+    extra = "experiment: hostile\nallow_uncommitted: true\nexternal_answers: []\n"
     assert snakemake(project, "--cores", "4", "all", extra_config=extra).returncode == 0
     experiment = project / "results" / "hostile"
     spinning = run_dir(experiment, "b3-present", "landing-page")

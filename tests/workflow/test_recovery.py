@@ -1,7 +1,8 @@
 """A matrix interrupted, a job killed mid-session, Snakemake itself killed, a model request
 refused: through Snakemake, the real claude CLI, the mllm server and the embedded offline model
 in a copy of the project (support.pipeline), each run is done once, redone when it was lost, and
-each attempt is kept and counted in the runs table."""
+each attempt is kept and counted in the runs table. Sessions only: no external answer set (the
+reference set's import, render and score are test_pipeline.py's)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ pytestmark = pytest.mark.slow
 
 def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Path) -> None:
     # One task in both conditions: one run finished and one not when the matrix is interrupted.
-    extra = "experiment: interrupted\nallow_uncommitted: true\ntasks: [landing-page]\n"
+    extra = (
+        "experiment: interrupted\nallow_uncommitted: true\ntasks: [landing-page]\n"
+        "external_answers: []\n"
+    )
     runs_in_matrix = len(CONDITIONS)
     (project / "config" / "extra.yaml").write_text(extra)
     command = [
@@ -104,7 +108,7 @@ def _start_two_runs(
     extra config, results folder, run folders and process."""
     extra = (
         f"experiment: {name}\nallow_uncommitted: true\ntasks: [landing-page]\n"
-        "conditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
+        "external_answers: []\nconditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
     )
     (project / "config" / "extra.yaml").write_text(extra)
     experiment = project / "results" / name
@@ -261,7 +265,7 @@ def test_a_retried_infra_error_shows_in_the_runs_table(
     monkeypatch.setenv(FAULTS_ENV, json.dumps(faults))
     extra = (
         "experiment: retried\nallow_uncommitted: true\ntasks: [landing-page]\n"
-        "conditions: [b3-absent]\ncompare: null\n"
+        "external_answers: []\nconditions: [b3-absent]\ncompare: null\n"
         "execution: {debug: true, infra_retries: 1, api_retries: 0}\n"
     )
     result = snakemake(project, "--cores", "2", "all", extra_config=extra)
