@@ -1,6 +1,8 @@
 """A session's processes end with it: `run-agent` killed with SIGKILL (a node rebooting, a
 scheduler preempting, the whole Snakemake group killed) leaves no `mllm` server, bubblewrap or
-`claude` process behind, although the server and the sandbox run in sessions of their own."""
+`claude` process behind, although the server and the sandbox run in sessions of their own, and
+no tmpfs of its workspace or private folder mounted anywhere (they live in its own mount
+namespace, which goes with it)."""
 
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ def test_run_agent_killed_with_sigkill_leaves_no_session_process(tmp_path: Path)
     wanted = (b"mllm-server", b"bwrap", b"claude")
     kinds = {kind for line in below.values() if line for kind in wanted if kind in line}
     assert kinds == set(wanted), below
+    workspaces = list((tmp_path / "workspaces").iterdir())
+    assert len(workspaces) == 1 and _mounted(workspaces[0], runner.pid)
 
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait()
@@ -61,3 +65,25 @@ def test_run_agent_killed_with_sigkill_leaves_no_session_process(tmp_path: Path)
         time.sleep(0.1)
         alive = {pid: c for pid, c in below.items() if c is not None and _cmdline(pid) == c}
     assert not alive, [c[:120] for c in alive.values() if c]
+    deadline = time.monotonic() + 5
+    while _mounted_anywhere(workspaces[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _mounted_anywhere(workspaces[0]), "the workspace's tmpfs outlived its session"
+
+
+def _mounted(folder: Path, pid: int) -> bool:
+    try:
+        return f" {folder} " in Path(f"/proc/{pid}/mountinfo").read_text()
+    except OSError:
+        return False
+
+
+def _mounted_anywhere(folder: Path) -> bool:
+    """Mounted in the mount table of any thread of any process."""
+    for table in Path("/proc").glob("[0-9]*/task/[0-9]*/mountinfo"):
+        try:
+            if f" {folder} " in table.read_text():
+                return True
+        except OSError:
+            continue
+    return False

@@ -18,7 +18,13 @@ Design notes:
 - Swap is limited with memory where the kernel accounts it, so a session cannot page out past
   its limit.
 - The disk is a tmpfs mounted by the caller (root only, `mount(2)`); its pages are also charged
-  to the memory of whoever wrote them.
+  to the memory of whoever wrote them. The mount is made in a mount namespace of the calling
+  thread's own (`private_mounts`), which the sandbox inherits: if the caller is killed outright
+  (SIGKILL, no clean-up), the namespace and its tmpfs go when its last process ends, so nothing
+  stays mounted, and no other process ever sees the mount.
+- A caller killed outright also leaves its session's cgroup behind (empty: the processes in it
+  die with their parent). Making a new group first removes the empty groups of earlier sessions
+  older than `_STALE_GROUP_S`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import secrets
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,6 +56,7 @@ __all__ = [
     "find_hierarchy",
     "limits_unavailable",
     "network_namespace_unavailable_reason",
+    "private_mounts",
     "job_cgroup_limits",
     "mount_tmpfs",
     "tmpfs_unavailable_reason",
@@ -61,6 +69,7 @@ FULL_BELOW = 1 << 20
 _MIB = 1 << 20
 _GROUP_PREFIX = "veriharness-"
 _KILL_WAIT_SECONDS = 5.0
+_STALE_GROUP_S = 600.0
 
 
 class Enforcement(BaseModel):
@@ -155,6 +164,8 @@ class SessionCgroup:
         """A new group under the caller's own, with both limits set; `CgroupUnavailable` with
         the reason when none can be made."""
         hierarchy = _caller_hierarchy()
+        for parent in set(hierarchy.own.values()):
+            _remove_stale_groups(parent)
         name = f"{_GROUP_PREFIX}{secrets.token_hex(6)}"
         made: list[Path] = []
         try:
@@ -248,6 +259,19 @@ class SessionCgroup:
         return sorted(set(killed))
 
 
+def _remove_stale_groups(parent: Path) -> None:
+    """Remove the empty session groups that a killed caller left, once they are old enough
+    that no caller can be about to join them."""
+    now = time.time()
+    for group in parent.glob(f"{_GROUP_PREFIX}*"):
+        try:
+            empty = not (group / "cgroup.procs").read_text().strip()
+            if empty and now - group.stat().st_mtime > _STALE_GROUP_S:
+                group.rmdir()
+        except OSError:
+            continue
+
+
 def _caller_hierarchy() -> _Hierarchy:
     try:
         hierarchy = find_hierarchy(
@@ -334,7 +358,25 @@ def job_cgroup_limits() -> tuple[Enforcement, Enforcement] | None:
 
 # --- disk ------------------------------------------------------------------------------------
 
-_MS_NOSUID, _MS_NODEV = 2, 4
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
+_CLONE_NEWNS = 0x00020000
+_PRIVATE = threading.local()
+
+
+def private_mounts() -> None:
+    """Give the calling thread (and the processes it starts) a mount namespace of its own,
+    once; OSError when refused (not root)."""
+    if getattr(_PRIVATE, "done", False):
+        return
+    libc = _libc()
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"unshare a mount namespace: {os.strerror(code)}")
+    # Without this, a mount would still propagate to the namespace it came from.
+    if libc.mount(b"none", b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"make / private in the new mount namespace: {os.strerror(code)}")
+    _PRIVATE.done = True
 
 
 def _libc() -> ctypes.CDLL:
@@ -342,7 +384,9 @@ def _libc() -> ctypes.CDLL:
 
 
 def mount_tmpfs(folder: Path, size_mib: int) -> None:
-    """Mount a tmpfs of `size_mib` MiB on `folder` (empty, existing); OSError when refused."""
+    """Mount a tmpfs of `size_mib` MiB on `folder` (empty, existing), in the calling thread's
+    private mount namespace; OSError when refused."""
+    private_mounts()
     options = f"size={size_mib}m,mode=0700".encode()
     result = _libc().mount(
         b"tmpfs", os.fsencode(folder), b"tmpfs", ctypes.c_ulong(_MS_NOSUID | _MS_NODEV), options
