@@ -45,7 +45,9 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Pa
         "config/test.yaml",
         "config/extra.yaml",
     ]
-    env = snakemake_env()
+    # Each model answer takes a second, so the second session is still under way when the
+    # first run's render has finished and the matrix is interrupted.
+    env = snakemake_env() | {FAULTS_ENV: json.dumps({"latency_s": 1.0})}
     experiment = project / "results" / "interrupted"
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
