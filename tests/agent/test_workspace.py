@@ -68,7 +68,7 @@ def test_copy_answer_keeps_entrypoint_and_assets_only(tmp_path: Path) -> None:
     answer = tmp_path / "run" / "answer"
     answer.mkdir(parents=True)
     (answer / "stale.html").write_text("old")
-    assert copy_answer(workspace, answer) is True
+    assert copy_answer(workspace, answer) == []
     assert sorted(str(p.relative_to(answer)) for p in answer.rglob("*")) == [
         "answer.html",
         "assets",
@@ -80,8 +80,28 @@ def test_copy_answer_without_entrypoint_reports_it(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     answer = tmp_path / "answer"
-    assert copy_answer(workspace, answer) is False
+    assert copy_answer(workspace, answer) == []
     assert answer.is_dir() and not any(answer.iterdir())
+
+
+def test_copy_answer_never_follows_a_link_the_agent_made(tmp_path: Path) -> None:
+    """The copy runs outside the sandbox: a link to a task's reference.html would otherwise
+    copy the answer key into the run folder."""
+    secret = tmp_path / "tasks" / "landing-page" / "reference.html"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("<p>the answer key</p>")
+    workspace = tmp_path / "ws"
+    (workspace / "assets" / "img").mkdir(parents=True)
+    (workspace / "answer.html").symlink_to(secret)
+    (workspace / "assets" / "img" / "key.html").symlink_to(secret)
+    (workspace / "assets" / "up").symlink_to(secret.parent)
+    (workspace / "assets" / "logo.svg").write_text("<svg/>")
+    answer = tmp_path / "run" / "answer"
+    refused = copy_answer(workspace, answer)
+    assert refused == ["answer.html", "assets/img/key.html", "assets/up"]
+    copied = sorted(str(p.relative_to(answer)) for p in answer.rglob("*"))
+    assert copied == ["assets", "assets/img", "assets/logo.svg"]
+    assert "answer key" not in "".join(p.read_text() for p in answer.rglob("*") if p.is_file())
 
 
 def test_a_limited_workspace_is_a_tmpfs_of_its_size_and_is_unmounted_after(

@@ -442,7 +442,8 @@ def _ended_outcome(
     stop = read_stop(run_dir)
     limit = None if stop else end.limit
     _redact_files(run_dir, redact)
-    answer_present = copy_answer(workspace, run_dir / "answer")
+    refused_links = copy_answer(workspace, run_dir / "answer")
+    answer_present = (run_dir / "answer" / "answer.html").is_file()
     summary = summarize_transcript(run_dir / "transcript.jsonl")
     status, cause = classify(
         end.exit_code,
@@ -468,6 +469,7 @@ def _ended_outcome(
         spend=charges.spend(run_dir),
         exit_code=end.exit_code,
         answer_present=answer_present,
+        answer_links_refused=refused_links,
         clock=clock,
         error=error,
     )
@@ -501,6 +503,7 @@ def _outcome(
     spend: Spend | None = None,
     exit_code: int | None = None,
     answer_present: bool = False,
+    answer_links_refused: list[str] | None = None,
 ) -> AgentOutcome:
     init, result = summary.init, summary.result
     return AgentOutcome(
@@ -510,6 +513,7 @@ def _outcome(
         spend=spend or Spend(),
         exit_code=exit_code,
         answer_present=answer_present,
+        answer_links_refused=answer_links_refused or [],
         wall_seconds=round(time.monotonic() - clock, 3),
         finished_at=_now(),
         error=error,

@@ -82,19 +82,33 @@ def limited_folder(folder: Path, disk_mib: int | None) -> bool:
     return True
 
 
-def copy_answer(workspace: Path, answer_dir: Path) -> bool:
-    """Copy `answer.html` and `assets/` into `answer_dir` (made anew); True when the entrypoint
-    exists. Other files the agent left (drafts, screenshots) stay behind with the workspace."""
+def copy_answer(workspace: Path, answer_dir: Path) -> list[str]:
+    """Copy `answer.html` and `assets/` into `answer_dir` (made anew), regular files and folders
+    only; returns the symbolic links it refused, relative to the workspace. A link is never
+    followed: the copy runs outside the sandbox, where a link the agent made could point at
+    any file of the machine (a task's reference.html). Other files the agent left (drafts,
+    screenshots) stay behind with the workspace."""
     if answer_dir.exists():
         shutil.rmtree(answer_dir)
     answer_dir.mkdir(parents=True)
+    refused: list[str] = []
     entry = workspace / ANSWER_ENTRYPOINT
-    if entry.is_file():
+    if entry.is_symlink():
+        refused.append(ANSWER_ENTRYPOINT)
+    elif entry.is_file():
         shutil.copyfile(entry, answer_dir / ANSWER_ENTRYPOINT)
     assets = workspace / ASSETS_DIR
-    if assets.is_dir():
-        shutil.copytree(assets, answer_dir / ASSETS_DIR, symlinks=True)
-    return entry.is_file()
+    if assets.is_symlink():
+        refused.append(ASSETS_DIR)
+    elif assets.is_dir():
+
+        def links(folder: str, names: list[str]) -> list[str]:
+            found = [n for n in names if (Path(folder) / n).is_symlink()]
+            refused.extend(str((Path(folder) / n).relative_to(workspace)) for n in found)
+            return found
+
+        shutil.copytree(assets, answer_dir / ASSETS_DIR, ignore=links)
+    return sorted(refused)
 
 
 def remove_workspace(workspace: Path, keep: bool = False) -> None:

@@ -236,6 +236,8 @@ def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[s
     if status != "ok":
         return "failed", f"outcome.json status has an unknown value {status!r}"
     if not (run_dir / "answer" / "answer.html").is_file():
+        if "answer.html" in (outcome.get("answer_links_refused") or []):
+            return "missing_answer", "answer.html was a symbolic link, refused (never followed)"
         return "missing_answer", "agent finished but answer/answer.html is absent"
     return _scoring_status(docs)
 

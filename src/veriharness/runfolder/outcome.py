@@ -118,6 +118,8 @@ class AgentOutcome(BaseModel):
     mllm_connected: bool | None = None
     session_tools: list[str] | None = None  # the tools the session's init event listed
     answer_present: bool = False
+    # Symbolic links the agent left as its answer or its assets, never followed nor copied.
+    answer_links_refused: list[str] = Field(default_factory=list)
     claude_version: str | None = None
     sandboxed: bool | None = None  # None: recorded before the session boundary moved outside
     session_network: Literal["none", "open"] | None = None  # None: recorded before the setting
