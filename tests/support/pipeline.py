@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -40,6 +41,13 @@ def pipeline_project(dest: Path) -> Path:
             f"tasks/{SCREENSHOT_ONLY}/{name}" for name in ("reference.html", "reference_dom.json")
         ],
     )
+
+
+def default_sigint() -> None:
+    """For `preexec_fn`: a child that SIGINT stops even when this test run was started in the
+    background, where the shell left SIGINT ignored (an ignored signal stays ignored across
+    exec, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def snakemake_env() -> dict[str, str]:

@@ -28,6 +28,7 @@ from support.pipeline import (
     MARKER_FILE,
     SCREENSHOT_ONLY,
     TASKS,
+    default_sigint,
     planned_agent_jobs,
     planned_jobs,
     run_dir,
@@ -272,8 +273,9 @@ def test_the_readmes_rerun_from_a_record_that_git_ignores_starts_for_real(
     ]  # fmt: skip
     env = snakemake_env()
     with subprocess.Popen(
-        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as started:
+        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, preexec_fn=default_sigint,
+    ) as started:  # fmt: skip
         deadline = time.monotonic() + 300
         while started.poll() is None and not (rerun / "experiment.json").is_file():
             assert time.monotonic() < deadline, "the rerun wrote no experiment.json in 300 s"

@@ -18,7 +18,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from support.pipeline import CONDITIONS, planned_agent_jobs, snakemake, snakemake_env
+from support.pipeline import (
+    CONDITIONS,
+    default_sigint,
+    planned_agent_jobs,
+    snakemake,
+    snakemake_env,
+)
 from veriharness.offline.server import FAULTS_ENV
 
 pytestmark = pytest.mark.slow
@@ -50,7 +56,8 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Pa
     env = snakemake_env() | {FAULTS_ENV: json.dumps({"latency_s": 1.0})}
     experiment = project / "results" / "interrupted"
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=default_sigint)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
         # A render that has started means its run's session job is complete for Snakemake.
@@ -119,7 +126,8 @@ def _start_two_runs(
                "config/test.yaml", "config/extra.yaml"]  # fmt: skip
     env = snakemake_env()
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=default_sigint)  # fmt: skip
     return extra, experiment, runs, process
 
 
