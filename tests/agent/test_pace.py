@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +17,14 @@ from support.sessions import TASK, offline_plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import AGENT_PACE, run_session
 from veriharness.offline.server import Faults, running_offline_server
-from veriharness.pace.provider_pace import HEADROOM, PaceState, ProviderPace, Sent, read_signals
+from veriharness.pace.provider_pace import (
+    HEADROOM,
+    Held,
+    PaceState,
+    ProviderPace,
+    Sent,
+    read_signals,
+)
 
 RETRY_AFTER_S = 2.0
 
@@ -59,12 +65,13 @@ def test_a_session_that_meets_429s_ends_ok_without_a_redo(tmp_path: Path) -> Non
 
 def test_a_429_blocks_every_requester_until_its_retry_after(tmp_path: Path) -> None:
     first, second = ProviderPace(tmp_path, "p"), ProviderPace(tmp_path, "p")
-    assert first.hold(10, "a") < 0.1
-    first.observe("a", 429, {"retry-after": "1.5"}, None, 0.0)
+    held = first.hold(40)
+    assert held.seconds < 0.1
+    first.observe(held, 429, {"retry-after": "1.5"}, None)
     waited, reason = second.saturated_for()
     assert 1.0 < waited <= 1.5 and reason is not None and "retry-after" in reason
     began = time.monotonic()
-    second.hold(10, "b")
+    second.hold(40)
     assert time.monotonic() - began >= 1.0
 
 
@@ -97,15 +104,16 @@ def test_rate_limit_headers_of_both_providers_are_read() -> None:
 
 def _hold_many(folder: str, count: int) -> None:
     pace = ProviderPace(Path(folder), "shared")
-    for i in range(count):
-        pace.hold(100, f"{os.getpid()}-{i}")
+    for _ in range(count):
+        pace.hold(400)
 
 
 def test_processes_share_one_pace_through_the_folder(tmp_path: Path) -> None:
     """Two processes send under a stated limit of 10 requests a minute: together they get
     HEADROOM x 10 through at once, not 10 each."""
     pace = ProviderPace(tmp_path, "shared")
-    pace.observe("x", 200, {"x-ratelimit-limit-requests": "10"}, None, 0.0)
+    # An answer to a request counted elsewhere: only its stated limit is learnt.
+    pace.observe(Held(0.0, "elsewhere"), 200, {"x-ratelimit-limit-requests": "10"}, None)
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         held = pool.starmap_async(_hold_many, [(str(tmp_path), 6), (str(tmp_path), 6)])
         deadline = time.time() + 40

@@ -75,11 +75,10 @@ def test_status_shows_each_providers_pace_and_the_sessions_waiting_for_it(
               "tasks": ["task-000"], "replicates": 1}, "config": {}}  # fmt: skip
     (exp / "experiment.json").write_text(json.dumps(record))
     pace = ProviderPace(pace_dir(exp), "agent")
-    for n in range(3):
-        pace.hold(1000, str(n))
-    pace.observe("0", 200, {"anthropic-ratelimit-tokens-limit": "40000"}, 1200, 0.0)
-    pace.observe("1", 429, {"retry-after": "30"}, None, 0.0)
-    pace.observe("2", 529, {}, None, 0.0)
+    answered, refused, overloaded = (pace.hold(4000) for _ in range(3))  # 1000 tokens each
+    pace.observe(answered, 200, {"anthropic-ratelimit-tokens-limit": "40000"}, 1200)
+    pace.observe(refused, 429, {"retry-after": "30"}, None)
+    pace.observe(overloaded, 529, {}, None)
     (pace_dir(exp) / "waiting").mkdir()
     (pace_dir(exp) / "waiting" / "treat-task-000-r1").touch()
     proc = veriharness("status", exp)

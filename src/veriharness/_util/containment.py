@@ -38,7 +38,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -54,6 +54,7 @@ __all__ = [
     "cgroup_unavailable_reason",
     "disk_full",
     "find_hierarchy",
+    "limits_refusal",
     "limits_unavailable",
     "network_namespace_unavailable_reason",
     "private_mounts",
@@ -444,6 +445,17 @@ def limits_unavailable(scratch: Path) -> dict[Limit, str]:
     if reason := tmpfs_unavailable_reason(scratch):
         missing["disk"] = reason
     return missing
+
+
+def limits_refusal(missing: Mapping[Limit, str | None]) -> str:
+    """Why a real model's sessions are not started: each limit that cannot be enforced, with
+    its reason, and the ways out. One text for the start check and for run-agent."""
+    reasons = "; ".join(f"{limit}: {reason}" for limit, reason in missing.items())
+    return (
+        f"agent.limits cannot be enforced on this machine ({reasons}); a real model's "
+        "sessions are not started without them. Run as root or in a SLURM job with a cgroup, "
+        "or set agent.limits.allow_unavailable: true to run without them"
+    )
 
 
 def disk_full(folders: Iterable[Path]) -> bool:

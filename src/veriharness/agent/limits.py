@@ -22,6 +22,7 @@ from veriharness._util.containment import (
     SessionCgroup,
     disk_full,
     job_cgroup_limits,
+    limits_refusal,
 )
 from veriharness.experiment.config import SessionLimits
 from veriharness.runfolder.outcome import AppliedLimits
@@ -38,7 +39,7 @@ class SessionLimitsInForce:
 
     def __init__(self, limits: SessionLimits, disks: Iterable[Path]) -> None:
         self.limits = limits
-        self.disks = [d for d in disks]
+        self.disks = list(disks)
         self.cgroup: SessionCgroup | None = None
         try:
             self.cgroup = SessionCgroup.create(limits.memory_mib, limits.processes)
@@ -77,19 +78,12 @@ class SessionLimitsInForce:
 def unenforced_refusal(applied: AppliedLimits, offline: bool, allowed: bool) -> str | None:
     """Why a session must not start without some of its limits, or None: only a real model's
     session is refused, and only when the config does not allow it."""
-    missing = {
-        name: how.note
-        for name, how in applied
-        if isinstance(how, Enforcement) and how.by == "unavailable"
-    }
+    names: tuple[Limit, ...] = ("memory", "processes", "disk")
+    enforced = {name: getattr(applied, name) for name in names}
+    missing = {name: how.note for name, how in enforced.items() if how.by == "unavailable"}
     if not missing or offline or allowed:
         return None
-    reasons = "; ".join(f"{name}: {note}" for name, note in missing.items())
-    return (
-        f"agent.limits cannot be enforced on this machine ({reasons}); a real model's session "
-        "is not started without them. Run as root or in a SLURM job with a cgroup, or set "
-        "agent.limits.allow_unavailable: true to run without them"
-    )
+    return limits_refusal(missing)
 
 
 _NO_DISK = "cannot mount a size-limited tmpfs (mounting needs root)"

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hmac
 import http.client
-import itertools
 import json
 import re
 import socket
@@ -49,7 +48,7 @@ from urllib.parse import urlsplit
 from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
 from veriharness.pace.provider_pace import ProviderPace
 from veriharness.runfolder.agent_requests import AgentRequest
-from veriharness.spend.prices import BYTES_PER_INPUT_TOKEN, unpriced_reason
+from veriharness.spend.prices import unpriced_reason
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -216,7 +215,6 @@ class ModelProxy(ThreadingHTTPServer):
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.pace = pace
-        self._request_ids = itertools.count(1)
         self.upstream = upstream
         self.token = token
         self.record_path = record_path
@@ -396,16 +394,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward_paced(
         self, pace: ProviderPace, body: bytes, record: dict[str, Any], began: float
     ) -> None:
-        request_id = f"{id(self.server)}-{next(self.server._request_ids)}"
-        held = pace.hold(-(-len(body) // BYTES_PER_INPUT_TOKEN), request_id)
-        record["held_ms"] = round(held * 1000, 3)
+        held = pace.hold(len(body))
+        record["held_ms"] = round(held.seconds * 1000, 3)
         self._answer_headers: dict[str, str] = {}
         try:
             self._forward(body, record, began)
         finally:
-            pace.observe(
-                request_id, record.get("status"), self._answer_headers, _tokens(record), held
-            )
+            pace.observe(held, record.get("status"), self._answer_headers, _tokens(record))
 
     def _forward(self, body: bytes, record: dict[str, Any], began: float) -> None:
         upstream = self.server.upstream

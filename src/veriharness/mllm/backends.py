@@ -27,9 +27,7 @@ the base URL or the key.
 from __future__ import annotations
 
 import base64
-import itertools
 import json
-import os
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -42,7 +40,6 @@ from veriharness.experiment.catalog import ProviderSettings
 from veriharness.experiment.tool_contract import JsonOutput, TextOutput
 from veriharness.mllm.images import PreparedImage
 from veriharness.pace.provider_pace import ProviderPace
-from veriharness.spend.prices import BYTES_PER_INPUT_TOKEN
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -61,7 +58,6 @@ __all__ = [
 
 ANTHROPIC_VERSION = "2023-06-01"
 _BODY_EXCERPT_CHARS = 300
-_REQUEST_IDS = itertools.count(1)
 ErrorType = Literal["connection", "timeout", "http_status", "bad_response"]
 
 
@@ -197,8 +193,7 @@ class Backend(ABC):
         content = self.encode(request)
         if pace is None:
             return self._post(client, content, headers)
-        request_id = f"{os.getpid()}-{next(_REQUEST_IDS)}"
-        held = pace.hold(-(-len(content) // BYTES_PER_INPUT_TOKEN), request_id)
+        held = pace.hold(len(content))
         status: int | None = None
         answer_headers: dict[str, str] = {}
         tokens = None
@@ -207,12 +202,12 @@ class Backend(ABC):
             status = 200
             if reply.input_tokens is not None and reply.output_tokens is not None:
                 tokens = reply.input_tokens + reply.output_tokens
-            return replace(reply, held_ms=round(held * 1000, 3))
+            return replace(reply, held_ms=round(held.seconds * 1000, 3))
         except ProviderError as error:
             status = error.status
             raise
         finally:
-            pace.observe(request_id, status, answer_headers, tokens, held)
+            pace.observe(held, status, answer_headers, tokens)
 
     def _post(
         self,

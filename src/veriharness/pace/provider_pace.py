@@ -15,10 +15,12 @@ cluster node see the same pace:
   replaced by the reported usage when answered). A request is held while sending it would take
   the last minute past `HEADROOM` of a known limit.
 
-`hold` is called before a request is sent and returns how long it waited; `observe` after the
-answer. Nothing here re-sends a request: a 429 reaches the agent as the provider sent it, and
-Claude Code's own retry (counted in the proxy's records) is held until the block ends. Every
-answer is appended to `<provider>.jsonl` beside the state, which `status` reads for the pace.
+`hold` is called before a request is sent, with the request's size in bytes; it returns the
+request's `Held` (how long it waited, and the id it was counted under across every requester),
+which `observe` takes after the answer. Nothing here re-sends a request: a 429 reaches the
+agent as the provider sent it, and Claude Code's own retry (counted in the proxy's records) is
+held until the block ends. Every answer is appended to `<provider>.jsonl` beside the state,
+which `status` reads for the pace.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import fcntl
 import os
 import random
 import re
+import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -38,8 +41,11 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from veriharness.spend.prices import estimate_tokens
+
 __all__ = [
     "HEADROOM",
+    "Held",
     "PACE_DIR",
     "PaceEvent",
     "PaceSignals",
@@ -66,6 +72,13 @@ _DURATION = re.compile(r"^(?:([\d.]+)h)?(?:([\d.]+)m(?!s))?(?:([\d.]+)s)?(?:([\d
 
 def pace_dir(experiment_dir: Path) -> Path:
     return Path(experiment_dir) / PACE_DIR
+
+
+class Held(NamedTuple):
+    """A request `hold` let through: how long it waited, and the id it is counted under."""
+
+    seconds: float
+    request_id: str
 
 
 class PaceSignals(NamedTuple):
@@ -227,9 +240,11 @@ class ProviderPace:
         self.held_s = 0.0  # everything this requester has held, for its run's wall clock
         self._lock = threading.Lock()
 
-    def hold(self, tokens: int, request_id: str) -> float:
-        """Wait until a request of about `tokens` may be sent, and count it as sent; returns
-        the seconds held."""
+    def hold(self, request_bytes: int) -> Held:
+        """Wait until a request of `request_bytes` may be sent, and count it as sent, at its
+        input estimate (`spend.prices.estimate_tokens`) until its usage is known."""
+        tokens = estimate_tokens(request_bytes, 0).input_tokens
+        request_id = secrets.token_hex(8)  # unique across the processes sharing the state
         began = time.monotonic()
         while True:
             now = time.time()
@@ -243,15 +258,10 @@ class ProviderPace:
         held = time.monotonic() - began
         with self._lock:
             self.held_s += held
-        return held
+        return Held(held, request_id)
 
     def observe(
-        self,
-        request_id: str,
-        status: int | None,
-        headers: Mapping[str, str],
-        tokens: int | None,
-        held_s: float,
+        self, held: Held, status: int | None, headers: Mapping[str, str], tokens: int | None
     ) -> None:
         """What the answer to a sent request said: its usage replaces the estimate, a 429 or
         529 blocks every requester, stated limits are learnt."""
@@ -259,7 +269,7 @@ class ProviderPace:
         signals = read_signals(status or 0, headers, now)
         with _locked_state(self.state_path) as (state, out):
             for entry in state.sent:
-                if entry.id == request_id and tokens is not None:
+                if entry.id == held.request_id and tokens is not None:
                     entry.tokens = tokens
             state.limit_requests = signals.limit_requests or state.limit_requests
             state.limit_tokens = signals.limit_tokens or state.limit_tokens
@@ -288,7 +298,7 @@ class ProviderPace:
             time=datetime.now(UTC).isoformat(timespec="milliseconds"),
             status=status,
             tokens=tokens,
-            held_s=round(held_s, 3),
+            held_s=round(held.seconds, 3),
         )
         with open(self.events_path, "a", encoding="utf-8") as handle:
             handle.write(event.model_dump_json() + "\n")

@@ -21,7 +21,11 @@ from typing import Any
 
 import httpx
 
-from veriharness._util.containment import limits_unavailable, network_namespace_unavailable_reason
+from veriharness._util.containment import (
+    limits_refusal,
+    limits_unavailable,
+    network_namespace_unavailable_reason,
+)
 from veriharness._util.programs import MissingTool, find_bwrap
 from veriharness.experiment.catalog import CatalogError, ProviderSettings
 from veriharness.experiment.config import ExperimentConfig
@@ -260,12 +264,7 @@ def check_containment(config: ExperimentConfig) -> None:
         return
     missing = limits_unavailable(Path(tempfile.gettempdir()))
     if missing:
-        named = "; ".join(f"{limit}: {reason}" for limit, reason in missing.items())
-        raise ContainmentUnavailable(
-            f"agent.limits cannot be enforced on this machine ({named}); a real model's "
-            "sessions are not started without them. Run as root or in a SLURM job with a "
-            "cgroup, or set agent.limits.allow_unavailable: true"
-        )
+        raise ContainmentUnavailable(limits_refusal(missing))
 
 
 START_ERRORS = (
