@@ -156,8 +156,8 @@ class SessionCgroup:
     """One session's cgroup: made with its limits, joined by the session's first process,
     watched for a passed limit, and emptied and removed afterwards."""
 
-    def __init__(self, version: Literal[1, 2], groups: dict[str, Path], own: bool) -> None:
-        self.version, self.groups, self.own = version, groups, own
+    def __init__(self, version: Literal[1, 2], groups: dict[str, Path]) -> None:
+        self.version, self.groups = version, groups
         self._baseline = self._counts()
 
     @classmethod
@@ -180,7 +180,7 @@ class SessionCgroup:
                 if (memory / "memory.memsw.limit_in_bytes").exists():
                     _write(memory / "memory.memsw.limit_in_bytes", memory_mib * _MIB)
                 _write(pids / "pids.max", processes)
-                return cls(1, {"memory": memory, "pids": pids}, own=True)
+                return cls(1, {"memory": memory, "pids": pids})
             parent = hierarchy.own[""]
             _delegate(parent)
             group = parent / name
@@ -190,7 +190,7 @@ class SessionCgroup:
             if (group / "memory.swap.max").exists():
                 _write(group / "memory.swap.max", 0)
             _write(group / "pids.max", processes)
-            return cls(2, {"memory": group, "pids": group}, own=True)
+            return cls(2, {"memory": group, "pids": group})
         except OSError as error:
             for folder in reversed(made):
                 _remove_group(folder)
@@ -243,8 +243,6 @@ class SessionCgroup:
 
     def close(self) -> list[int]:
         """Kill every process still in the group and remove it; returns the pids it killed."""
-        if not self.own:
-            return []
         killed: list[int] = []
         deadline = time.monotonic() + _KILL_WAIT_SECONDS
         while (left := self.processes()) and time.monotonic() < deadline:
