@@ -78,7 +78,6 @@ def test_a_429_blocks_every_requester_until_its_retry_after(tmp_path: Path) -> N
 def test_a_stated_token_limit_is_kept_to_across_the_minute() -> None:
     state = PaceState(limit_tokens=1000)
     now = 1000.0
-    state.sent = []
     assert state.wait_for(400, now) == (0.0, None)
     state.sent = [Sent(at=now - 50, tokens=500, id="1"), Sent(at=now - 10, tokens=300, id="2")]
     wait, reason = state.wait_for(200, now)  # 1000 > 0.9 x 1000: the oldest must leave first
