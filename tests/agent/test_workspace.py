@@ -115,6 +115,23 @@ def test_a_limited_workspace_is_a_tmpfs_of_its_size_and_is_unmounted_after(
     assert not workspace.exists() and str(workspace) not in Path("/proc/self/mounts").read_text()
 
 
+def test_a_workspace_a_dying_process_still_holds_is_removed(
+    tmp_path: Path, project: Path, reference: Path
+) -> None:
+    # A session process that outlives the kill for a moment (a loaded machine) holds the tmpfs
+    # as its working folder: the workspace goes all the same, and the tmpfs with the process.
+    workspace = create_workspace(tmp_path / "ws", project, reference, "c-t-r1", disk_mib=8)
+    holder = subprocess.Popen(["sleep", "30"], cwd=workspace)
+    try:
+        remove_workspace(workspace)
+        assert not workspace.exists()
+        assert str(workspace) not in Path("/proc/self/mounts").read_text()
+        assert holder.poll() is None, "the holder ended early: the test proved nothing"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_kept_limited_workspace_keeps_the_agents_files_off_the_tmpfs(
     tmp_path: Path, project: Path, reference: Path
 ) -> None:

@@ -358,6 +358,7 @@ def job_cgroup_limits() -> tuple[Enforcement, Enforcement] | None:
 # --- disk ------------------------------------------------------------------------------------
 
 _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
+_MNT_DETACH = 2
 _CLONE_NEWNS = 0x00020000
 _PRIVATE = threading.local()
 
@@ -396,7 +397,10 @@ def mount_tmpfs(folder: Path, size_mib: int) -> None:
 
 
 def unmount(folder: Path) -> None:
-    if _libc().umount2(os.fsencode(folder), 0) != 0:
+    """Detach the mount on `folder` at once. A process of the session that is still dying (it
+    may take seconds on a loaded machine) can hold a file on it: plain unmount would fail with
+    EBUSY, a detached tmpfs is freed when that process has gone."""
+    if _libc().umount2(os.fsencode(folder), _MNT_DETACH) != 0:
         code = ctypes.get_errno()
         if code != errno.EINVAL:  # EINVAL: nothing is mounted there
             raise OSError(code, f"unmount {folder}: {os.strerror(code)}")

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from pathlib import Path
 
-__all__ = ["end_with_parent"]
+__all__ = ["cpu_seconds", "end_with_parent"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -26,3 +27,10 @@ def end_with_parent(parent: int) -> None:
         raise OSError(error, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(error)}")
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process `pid` has used so far; OSError once it is gone."""
+    # The command name in field 2 may hold spaces or parentheses: split after its last ')'.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

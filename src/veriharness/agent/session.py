@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from veriharness._util import atomic
 from veriharness._util.containment import Limit
+from veriharness._util.lifetime import cpu_seconds
 from veriharness._util.programs import claude_version, find_bwrap
 from veriharness._util.redaction import Redactor
 from veriharness.agent.attempts import keep_earlier_attempt, keep_finished
@@ -103,7 +104,12 @@ __all__ = [
 ]
 
 _KILL_GRACE_SECONDS = 5.0
-_MLLM_START_SECONDS = 60.0
+# How long the mllm server may take to listen. Its start is mostly imports (about a CPU-second),
+# so it is bounded by the CPU time it uses, not by the clock: sixty-four sessions starting at once
+# on two cores queue for the CPU for minutes, and are slow, not failed. The wall bound only ends a
+# server that is never given the CPU at all.
+_MLLM_START_CPU_SECONDS = 30.0
+_MLLM_START_WALL_SECONDS = 900.0
 MLLM_SERVER_LOG = "mllm_server.log"
 
 _STOP_POLL_SECONDS = 0.5
@@ -224,15 +230,33 @@ def running_mllm_server(
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + _MLLM_START_SECONDS
-        while not port_file.exists():
-            if server.poll() is not None or time.monotonic() > deadline:
-                tail = log_path.read_text(encoding="utf-8", errors="replace")[-500:]
-                raise RuntimeError(f"the mllm server did not start: {tail.strip()}")
-            time.sleep(0.02)
+        _wait_until_listening(server, port_file, log_path)
         yield f"http://127.0.0.1:{int(port_file.read_text())}{MLLM_HTTP_PATH}"
     finally:
         _kill_group(server)
+
+
+def _wait_until_listening(server: subprocess.Popen[bytes], port_file: Path, log: Path) -> None:
+    """Return once the server has written its port; raise, saying why, if it ended first or used
+    its start's CPU or wall bound without listening."""
+    began = time.monotonic()
+    while not port_file.exists():
+        why = None
+        if server.poll() is not None:
+            why = f"it ended with exit code {server.returncode}"
+        elif time.monotonic() - began > _MLLM_START_WALL_SECONDS:
+            why = f"it was not listening after {_MLLM_START_WALL_SECONDS:.0f} s"
+        else:
+            try:
+                used = cpu_seconds(server.pid)
+            except OSError:
+                used = 0.0  # ended between the poll and the read: the next poll says how
+            if used > _MLLM_START_CPU_SECONDS:
+                why = f"it used {used:.1f} CPU-seconds without listening"
+        if why:
+            tail = log.read_text(encoding="utf-8", errors="replace")[-500:].strip()
+            raise RuntimeError(f"the mllm server did not start: {why}: {tail or 'no output'}")
+        time.sleep(0.02)
 
 
 def run_session(
