@@ -330,25 +330,27 @@ def _run_attempt(
     )
     limits: SessionLimitsInForce | None = None
     try:
-        redact = session_secrets(plan, folder.tokens)
-        disks = [p for p in (workspace, folder.path) if os.path.ismount(p)]
-        limits = SessionLimitsInForce(plan.limits, disks if len(disks) == 2 else [])
-        facts.enforced_limits = limits.applied
-        limits.refuse_unless_allowed(plan.offline)
-        admit_all = budget_admit(gate, admit)
-        record_all = each_record(charges.charge, on_record)
-        end = _run_claude(
-            plan, workspace, folder, facts, limits, pace, redact, admit_all, record_all
-        )
-        outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
-    except Exception as error:  # recorded as a failed run; the pipeline goes on with the others
-        outcome = _failed_outcome(plan, facts, error, redact, clock)
+        try:
+            redact = session_secrets(plan, folder.tokens)
+            disks = [p for p in (workspace, folder.path) if os.path.ismount(p)]
+            limits = SessionLimitsInForce(plan.limits, disks if len(disks) == 2 else [])
+            facts.enforced_limits = limits.applied
+            limits.refuse_unless_allowed(plan.offline)
+            admit_all = budget_admit(gate, admit)
+            record_all = each_record(charges.charge, on_record)
+            end = _run_claude(
+                plan, workspace, folder, facts, limits, pace, redact, admit_all, record_all
+            )
+            outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
+        except Exception as error:  # recorded as a failed run; the pipeline goes on
+            outcome = _failed_outcome(plan, facts, error, redact, clock)
+        # Written before the clean-up, which a loaded machine can make fail: the session is paid.
+        AGENT_OUTCOME.write(plan.run_dir, outcome)
     finally:
         if limits is not None:
             limits.close()
         remove_workspace(workspace, keep=plan.keep_workspace)
         remove_workspace(folder.path)
-    AGENT_OUTCOME.write(plan.run_dir, outcome)
     if outcome.reason == "budget":
         note_stopped(plan.ledger, outcome.status)
     return outcome
