@@ -198,6 +198,9 @@ def run(name: str, sessions: int, workers: int, paced: bool, rpm: int, tpm: int)
         f"{up.counts['429'] / max(sent, 1):5.1%}  "
         f"outcomes {dict(statuses)}"
     )
+    for outcome in outcomes:
+        if outcome.status != "ok":
+            print(f"        {outcome.status}: {outcome.error}")
 
 
 def main() -> None:

@@ -123,11 +123,13 @@ def test_the_proxy_refuses_the_request_after_the_cap_and_the_session_ends(
     assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
     assert "spending cap reached" in (outcome.error or "")
     records = read_requests(run_dir / REQUESTS_FILE)
-    # One request answered; every later one refused (a 400 naming the cap, or, when run-agent
-    # ended the session while the refusal was being written, a broken connection).
+    # One request answered; every later one refused: a 400 naming the cap, recorded as such
+    # even when run-agent ended the session while the refusal was being written (which a loaded
+    # machine makes likely), or one still open when the proxy closed.
     assert records[0].status == 200 and records[0].input_tokens
-    assert len(records) >= 2 and all(r.status in (400, None) for r in records[1:])
-    assert any("spending cap reached" in (r.error or "") for r in records[1:])
+    refused = [r for r in records[1:] if r.status is not None]
+    assert refused and all(r.status == 400 for r in refused)
+    assert all("spending cap reached" in (r.error or "") for r in refused)
     ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
     ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]
     assert [x["source"] for x in ledger] == ["agent"]

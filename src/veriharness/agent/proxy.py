@@ -380,16 +380,18 @@ class _Handler(BaseHTTPRequestHandler):
         payload = json.dumps(
             {"type": "error", "error": {"type": refusal.error_type, "message": refusal.message}}
         ).encode()
-        self.send_response(refusal.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        # Recorded before it is written: a session ended meanwhile breaks the write, and the
+        # record must still say why the request was refused.
         record.update(
             status=refusal.status,
             response_bytes=len(payload),
             error=f"refused by the proxy: {refusal.error_type}: {refusal.message}",
         )
+        self.send_response(refusal.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _forward_paced(
         self, pace: ProviderPace, body: bytes, record: dict[str, Any], began: float
