@@ -76,13 +76,29 @@ def test_a_429_blocks_every_requester_until_its_retry_after(tmp_path: Path) -> N
 
 
 def test_a_stated_token_limit_is_kept_to_across_the_minute() -> None:
-    state = PaceState(limit_tokens=1000)
+    state = PaceState(limit_tokens=1000, answered=1)
     now = 1000.0
     assert state.wait_for(400, now) == (0.0, None)
     state.sent = [Sent(at=now - 50, tokens=500, id="1"), Sent(at=now - 10, tokens=300, id="2")]
     wait, reason = state.wait_for(200, now)  # 1000 > 0.9 x 1000: the oldest must leave first
     assert reason == "tokens per minute" and wait == pytest.approx(10.0)
     assert state.wait_for(int(HEADROOM * 1000) - 800, now) == (0.0, None)
+
+
+def test_the_first_request_goes_alone_until_the_provider_has_answered(tmp_path: Path) -> None:
+    # Sixty-four sessions starting together must not send sixty-four first requests before the
+    # provider has said its limits; new sessions wait to start too.
+    first, second = ProviderPace(tmp_path, "p"), ProviderPace(tmp_path, "p")
+    probe = first.hold(4000)
+    waited, reason = second.saturated_for()
+    assert waited > 50 and reason == "the provider's first answer is awaited"
+    first.observe(probe, 200, {"anthropic-ratelimit-requests-limit": "50"}, 1000)
+    assert second.saturated_for() == (0.0, None)
+    assert second.hold(4000).seconds < 0.5
+    # A first request never answered (its session killed) holds the others a minute at most.
+    state = PaceState(sent=[Sent(at=1000.0, tokens=10, id="lost")])
+    assert state.wait_for(10, 1030.0)[0] == pytest.approx(30.0)
+    assert state.wait_for(10, 1061.0) == (0.0, None)
 
 
 def test_rate_limit_headers_of_both_providers_are_read() -> None:

@@ -75,8 +75,9 @@ def test_status_shows_each_providers_pace_and_the_sessions_waiting_for_it(
               "tasks": ["task-000"], "replicates": 1}, "config": {}}  # fmt: skip
     (exp / "experiment.json").write_text(json.dumps(record))
     pace = ProviderPace(pace_dir(exp), "agent")
-    answered, refused, overloaded = (pace.hold(4000) for _ in range(3))  # 1000 tokens each
+    answered = pace.hold(4000)  # 1000 tokens each; the first goes alone until answered
     pace.observe(answered, 200, {"anthropic-ratelimit-tokens-limit": "40000"}, 1200)
+    refused, overloaded = pace.hold(4000), pace.hold(4000)
     pace.observe(refused, 429, {"retry-after": "30"}, None)
     pace.observe(overloaded, 529, {}, None)
     (pace_dir(exp) / "waiting").mkdir()

@@ -13,7 +13,8 @@ cluster node see the same pace:
   (`anthropic-ratelimit-*`, `x-ratelimit-*`), learned from its answers;
 - `sent`: the requests sent in the last minute with their tokens (an estimate when sent,
   replaced by the reported usage when answered). A request is held while sending it would take
-  the last minute past `HEADROOM` of a known limit.
+  the last minute past `HEADROOM` of a known limit, and while the provider has not answered once
+  (its limits are not known yet): the experiment's first request goes alone.
 
 `hold` is called before a request is sent, with the request's size in bytes; it returns the
 request's `Held` (how long it waited, and the id it was counted under across every requester),
@@ -177,6 +178,11 @@ class PaceState(BaseModel):
         if now < self.blocked_until:
             return self.blocked_until - now, self.block_reason
         recent = self.recent(now)
+        if self.answered == 0 and recent:
+            # Limits are learnt from answers: before the first one, sixty-four sessions starting
+            # together would send sixty-four first requests into a limit of ten. One goes first;
+            # one that is never answered (its session killed) stops counting after the minute.
+            return recent[0].at + _WINDOW_S - now, "the provider's first answer is awaited"
         if self.limit_requests and len(recent) + 1 > HEADROOM * self.limit_requests and recent:
             return recent[0].at + _WINDOW_S - now, "requests per minute"
         used = sum(s.tokens for s in recent)
