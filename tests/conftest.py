@@ -33,6 +33,7 @@ LONGEST_FIRST = [
     "workflow/test_foundation.py",
     "spend/test_unpriced_pipeline.py",
     "experiment/test_experiment.py",
+    "tasksets/test_import_tasks.py",
 ]
 
 

@@ -1,6 +1,7 @@
 """Small source folders in each published layout, written by the tests (the real sets are not
 downloaded here). Each holds an ordinary page, and one page each that loads a remote resource,
-shows no text, and fails to render, so every kind of refusal is met.
+shows no text, and fails to render, so every kind of refusal is met (the plain folder also has a
+page that grows with its viewport, which no height can show whole).
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ def write_html_folder(folder: Path) -> Path:
             f"<h1>Beacon</h1><script>fetch('{BEACON_URL}').catch(() => {{}});</script>",
         ),
         "blank.html": _page("Blank", "<div style='height:300px;background:#345'></div>"),
+        # Always one viewport and a line taller than its viewport, whatever that is.
+        "grows.html": _page(
+            "Grows", "<div style='min-height:100vh;background:#ddd'></div><p>Footer line</p>"
+        ),
         "broken.html": _page(
             "Console",
             "<h1>Console</h1><script>console.error('fixture console failure');</script>",
