@@ -44,29 +44,27 @@ def _manifest(dest: Path) -> dict:
     return yaml.safe_load((dest / "manifest.yaml").read_text())
 
 
+def _import(layout: str, source: Path, dest: Path, *options: str):
+    return veriharness("import-tasks", layout, source, dest, *options, env=CHROMIUM, timeout=600)
+
+
 @pytest.fixture(scope="module")
 def d2c(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("d2c")
-    source = write_design2code(base / "testset")
-    dest = base / "sets" / "d2c-sample"
-    proc = veriharness(
-        "import-tasks", "design2code", source, dest, "--set-version", "2024-03 sample",
-        env=CHROMIUM, timeout=600,
-    )  # fmt: skip
-    return proc, source, dest
+    source, dest = write_design2code(base / "testset"), base / "sets" / "d2c-sample"
+    return _import("design2code", source, dest, "--set-version", "2024-03 sample"), source, dest
 
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("plain")
-    source = write_html_folder(base / "site")
-    dest = base / "sets" / "site"
-    proc = veriharness(
-        "import-tasks", "html-folder", source, dest, "--width", "800", "--height", "600",
-        "--name", "bike-shop", "--description", "The shop's pages.",
-        env=CHROMIUM, timeout=600,
-    )  # fmt: skip
-    return proc, source, dest
+    source, dest = write_html_folder(base / "site"), base / "sets" / "site"
+    options = ("--width", "800", "--height", "600", "--name", "bike-shop")
+    return (
+        _import("html-folder", source, dest, *options, "--description", "The shop's pages."),
+        source,
+        dest,
+    )
 
 
 def test_design2code_pages_become_tasks_and_every_refusal_is_listed(d2c) -> None:
@@ -172,6 +170,18 @@ def test_a_set_is_never_written_into_a_folder_that_holds_files(tmp_path: Path) -
     assert proc.returncode == 2
     assert f"destination {dest} exists and is not an empty folder" in proc.stderr
     assert [p.name for p in dest.iterdir()] == ["keep.txt"]
+
+
+def test_a_source_with_no_usable_page_exits_2_and_says_why(tmp_path: Path) -> None:
+    source = tmp_path / "site"
+    source.mkdir()
+    (source / "blank.html").write_text("<!doctype html><div style='height:50px'></div>")
+    proc = _import("html-folder", source, tmp_path / "set")
+    assert proc.returncode == 2
+    assert "0 of 1 page(s) imported" in proc.stdout
+    assert "skipped blank.html: no_text" in proc.stderr
+    assert f"no page of {source} could be imported" in proc.stderr
+    assert _manifest(tmp_path / "set")["tasks"] == []
 
 
 def _check(tmp_path: Path, tasks_dir: Path | None) -> tuple[int, str, dict | None]:

@@ -2,7 +2,8 @@
 
 Exit status: 0 every page imported; 1 the set was written but some pages were left out (each
 named with its reason on standard error and in the manifest); 2 nothing was imported (a refused
-layout, an unusable source or destination, bad arguments).
+layout, an unusable source or destination, bad arguments, or every page skipped: the manifest
+then lists why, and its set has no task).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _ID_PREFIX = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
 def add_import_tasks_arguments(parser: argparse.ArgumentParser) -> None:
     from veriharness.experiment.task_set import IMPORT_LAYOUTS
-    from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S
+    from veriharness.render.browser import add_browser_arguments
 
     parser.add_argument("layout", choices=IMPORT_LAYOUTS, help="the source folder's layout")
     parser.add_argument("source", type=Path, help="folder holding the published pages")
@@ -41,14 +42,7 @@ def add_import_tasks_arguments(parser: argparse.ArgumentParser) -> None:
         help="html-folder: first viewport height; a taller page gets its own height "
         "(default %(default)s)",
     )
-    parser.add_argument(
-        "--load-timeout",
-        type=float,
-        default=DEFAULT_LOAD_TIMEOUT_S,
-        metavar="SECONDS",
-        help="page-load time limit (default %(default)s)",
-    )
-    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
+    add_browser_arguments(parser)
 
 
 def _fail(message: str) -> int:
@@ -99,4 +93,7 @@ def run_import_tasks(args: argparse.Namespace) -> int:
     )
     for skipped in manifest.skipped:
         print(f"skipped {skipped.page}: {skipped.reason}: {skipped.detail}", file=sys.stderr)
+    if not manifest.tasks:
+        print(f"import-tasks: no page of {source} could be imported", file=sys.stderr)
+        return 2
     return 1 if manifest.skipped else 0
