@@ -107,6 +107,10 @@ def write_html_folder(folder: Path) -> Path:
             "<h1>Console</h1><script>console.error('fixture console failure');</script>",
         ),
     }
+    # Refused before any render: a file that is not there, and one outside the folder.
+    _png(folder.parent / "elsewhere.png", (8, 8), "#000")
+    pages["missing.html"] = _page("Missing", "<h1>Missing</h1><img src='img/nowhere.png'>")
+    pages["outside.html"] = _page("Outside", "<h1>Outside</h1><img src='../elsewhere.png'>")
     for name, html in pages.items():
         (folder / name).write_text(html)
     return folder

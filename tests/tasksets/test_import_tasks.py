@@ -130,12 +130,14 @@ def test_design2code_manifest_names_the_set_its_source_and_every_file(d2c) -> No
 def test_a_plain_folder_keeps_nested_assets_and_refuses_what_only_the_render_sees(plain) -> None:
     proc, source, dest = plain
     assert proc.returncode == 1, proc.stderr
-    assert "2 of 6 page(s) imported" in proc.stdout
+    assert "2 of 8 page(s) imported" in proc.stdout
     manifest = _manifest(dest)
     assert manifest["name"] == "bike-shop" and manifest["description"] == "The shop's pages."
     assert manifest["tasks"] == ["Contact-Us", "about"]
     skipped = {s["page"]: (s["reason"], s["detail"]) for s in manifest["skipped"]}
-    assert skipped.keys() == {"beacon.html", "blank.html", "broken.html", "grows.html"}
+    assert skipped.keys() == {
+        "beacon.html", "blank.html", "broken.html", "grows.html", "missing.html", "outside.html"
+    }  # fmt: skip
     # The beacon's request is made by a script: the render blocked it.
     assert skipped["beacon.html"][0] == "remote_resources"
     assert BEACON_URL in skipped["beacon.html"][1]
@@ -145,6 +147,12 @@ def test_a_plain_folder_keeps_nested_assets_and_refuses_what_only_the_render_see
     assert skipped["grows.html"][0] == "too_tall"
     assert "grows with the viewport" in skipped["grows.html"][1]
     assert "at a 600 px viewport" in skipped["grows.html"][1]
+    assert skipped["missing.html"][0] == "missing_asset"
+    assert "'img/nowhere.png'" in skipped["missing.html"][1]
+    assert skipped["outside.html"] == (
+        "asset_outside_folder",
+        f"'../elsewhere.png' resolves to {source.parent / 'elsewhere.png'}",
+    )
     for asset in ("css/site.css", "img/bg.png", "img/logo.png"):
         assert (dest / "about" / asset).read_bytes() == (source / asset).read_bytes()
     assert load_task(dest, "about").viewport.width == 800

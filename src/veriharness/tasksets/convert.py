@@ -30,6 +30,7 @@ from veriharness.experiment.task_set import (
     SetImporter,
     SetSource,
     SkippedPage,
+    SkipReason,
     TaskSetManifest,
     set_files,
 )
@@ -82,8 +83,8 @@ class Imported:
     renders: int
 
 
-def _skip(page: Path, reason: str, detail: str) -> Skip:
-    return Skip(SkippedPage.model_validate({"page": page.name, "reason": reason, "detail": detail}))
+def _skip(page: Path, reason: SkipReason, detail: str) -> Skip:
+    return Skip(SkippedPage(page=page.name, reason=reason, detail=detail))
 
 
 def _local_assets(page: SourcePage, source: Path) -> list[Path]:
@@ -101,7 +102,7 @@ def _local_assets(page: SourcePage, source: Path) -> list[Path]:
         if not ref.path.is_relative_to(root):
             raise _skip(page.html, "asset_outside_folder", f"{ref.value!r} resolves to {ref.path}")
         if not ref.path.is_file():
-            raise _skip(page.html, "missing_asset", f"{ref.value!r} ({ref.path}) does not exist")
+            raise _skip(page.html, "missing_asset", f"{ref.value!r} ({ref.path}) is not a file")
         relative = ref.path.relative_to(root)
         if relative.as_posix() in _TASK_NAMES:
             raise _skip(page.html, "asset_name_clash", f"{ref.value!r} is named like a task file")
