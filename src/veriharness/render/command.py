@@ -202,6 +202,8 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     problems = [f"load failed: {capture.error}"] if capture.status != "ok" else []
     problems += [f"page error {e}" for e in capture.page_errors]
     problems += [f"console error {e}" for e in capture.console_errors]
+    if capture.viewport_png is None:
+        problems.append("no screenshot was captured")
     blocked = [b.url for b in capture.blocked_requests]
     if blocked or problems or capture.viewport_png is None:
         raise UncleanReference(html, blocked, problems)
