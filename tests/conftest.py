@@ -34,6 +34,7 @@ LONGEST_FIRST = [
     "spend/test_unpriced_pipeline.py",
     "experiment/test_experiment.py",
     "tasksets/test_import_tasks.py",
+    "tasksets/test_imported_set_runs.py",
 ]
 
 
