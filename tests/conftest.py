@@ -33,6 +33,8 @@ LONGEST_FIRST = [
     "workflow/test_foundation.py",
     "spend/test_unpriced_pipeline.py",
     "experiment/test_experiment.py",
+    "tasksets/test_import_tasks.py",
+    "tasksets/test_imported_set_runs.py",
 ]
 
 

@@ -35,6 +35,7 @@ VERBS: dict[str, Verb] = {
     "import-answer": Verb("external", "import one task's answer of an external answer set"),
     "render": Verb("render", "render answer.html of one or more runs"),
     "render-reference": Verb("render", "re-render a task's reference.png"),
+    "import-tasks": Verb("tasksets", "convert a published page collection into a task set"),
     "score": Verb("score", "audit and score one or more rendered runs"),
     "annotate": Verb("annotate", "label one run's CallMLLM calls with inferred tags"),
     "collect": Verb("collect", "collect run folders into tables"),

@@ -62,6 +62,7 @@ from veriharness.experiment.record import (
     read_record,
     task_identity,
 )
+from veriharness.experiment.task_set import task_set_record
 from veriharness.experiment.taxonomy import Taxonomy, load_taxonomy
 from veriharness.experiment.tool_contract import tool_contract_sha256
 
@@ -375,6 +376,7 @@ def build_experiment_record(
         provenance=provenance,
         execution=execution_record(defn.config, defn.config_file),
         offline=defn.offline,
+        task_set=task_set_record(defn.root / defn.config.tasks_dir, defn.root),
     )
 
 

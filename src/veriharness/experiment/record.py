@@ -29,6 +29,7 @@ from veriharness._util.hashing import sha256_file, sha256_json
 from veriharness.experiment.config import ExecutionRecord
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD, RUN_RECORD
 from veriharness.experiment.provenance import Provenance
+from veriharness.experiment.task_set import TaskSetRecord
 
 __all__ = [
     "RUN_RECORD",
@@ -146,6 +147,9 @@ class ExperimentRecord(BaseModel):
     provenance: Provenance
     execution: ExecutionRecord
     offline: bool
+    task_set: TaskSetRecord | None = None
+    """The set tasks_dir holds (its manifest's name, version and digest), checksums verified;
+    None when tasks_dir has no manifest. Recorded, not hashed (experiment.task_set, P-45)."""
 
 
 def task_identity(folder: Path, task_id: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ Design notes
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,6 +72,7 @@ __all__ = [
     "RenderSetupError",
     "Capture",
     "Renderer",
+    "add_browser_arguments",
 ]
 
 CHROMIUM_ARGS = [
@@ -434,3 +436,15 @@ class _PageCapture:
             caret="hide",
             timeout=self.renderer.load_timeout_ms,
         )
+
+
+def add_browser_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--load-timeout` and `--chromium`, for every verb that opens pages in a `Renderer`."""
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=DEFAULT_LOAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="page-load time limit (default %(default)s)",
+    )
+    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")

@@ -44,6 +44,7 @@ from veriharness.runfolder.render import (
 # The dom.json and render.json models live in runfolder.render; the browser session in browser.
 __all__ = [
     "BatchItem",
+    "UncleanReference",
     "render_answer",
     "render_reference",
     "read_batch",
@@ -176,11 +177,22 @@ def task_viewport(task_dir: Path) -> Size:
         raise RenderSetupError(f"{path}: bad viewport: {describe_validation(exc)}") from exc
 
 
+class UncleanReference(RenderSetupError):
+    """A reference page that did not render cleanly; `blocked` holds the URLs it asked for that
+    the renderer blocked (a remote resource), apart from its other problems."""
+
+    def __init__(self, html: Path, blocked: list[str], problems: list[str]):
+        every = [f"blocked request {url}" for url in blocked] + problems
+        super().__init__(f"{html} is not a clean reference: " + "; ".join(every))
+        self.blocked = blocked
+        self.problems = problems
+
+
 def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     """Render tasks/<id>/reference.html; write reference.png and reference_dom.json next to it.
 
-    A reference that blocks requests, throws, or fails to load is refused: it would be a broken
-    yardstick for every run scored against it.
+    A reference that blocks requests, throws, or fails to load is refused (`UncleanReference`):
+    it would be a broken yardstick for every run scored against it.
     """
     viewport = task_viewport(task_dir)
     html = task_dir / "reference.html"
@@ -188,11 +200,13 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
         raise RenderSetupError(f"{html} does not exist")
     capture = renderer.capture(html, task_dir, viewport)
     problems = [f"load failed: {capture.error}"] if capture.status != "ok" else []
-    problems += [f"blocked request {b.url}" for b in capture.blocked_requests]
     problems += [f"page error {e}" for e in capture.page_errors]
     problems += [f"console error {e}" for e in capture.console_errors]
-    if problems or capture.viewport_png is None:
-        raise RenderSetupError(f"{html} is not a clean reference: " + "; ".join(problems))
+    if capture.viewport_png is None:
+        problems.append("no screenshot was captured")
+    blocked = [b.url for b in capture.blocked_requests]
+    if blocked or problems or capture.viewport_png is None:
+        raise UncleanReference(html, blocked, problems)
     (task_dir / "reference.png").write_bytes(capture.viewport_png)
     _write_json(task_dir / "reference_dom.json", capture.dom)
     return capture.dom

@@ -15,20 +15,8 @@ __all__ = [
 ]
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S
-
-    parser.add_argument(
-        "--load-timeout",
-        type=float,
-        default=DEFAULT_LOAD_TIMEOUT_S,
-        metavar="SECONDS",
-        help="page-load time limit (default %(default)s)",
-    )
-    parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
-
-
 def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.render.browser import add_browser_arguments
     from veriharness.render.pool import POOL_MODES
 
     parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
@@ -42,7 +30,7 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
         help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
         "(render/pool.py); outside one, or with none (default), launch a browser of its own",
     )
-    _add_common(parser)
+    add_browser_arguments(parser)
 
 
 def _fail(message: str) -> int:
@@ -88,6 +76,8 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.render.browser import add_browser_arguments
+
     parser.add_argument(
         "task_dirs",
         type=Path,
@@ -95,7 +85,7 @@ def add_render_reference_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TASK_DIR",
         help="tasks/<id> folder(s) holding task.yaml and reference.html",
     )
-    _add_common(parser)
+    add_browser_arguments(parser)
 
 
 def run_render_reference(args: argparse.Namespace) -> int:
