@@ -4,8 +4,9 @@ concurrent sessions without pacing (issue 27).
 Run: python3 bench/rate_limits.py [--sessions 64] [--fixed 8] [--rpm 300] [--tpm 600000]
 
 The provider is a stand-in on loopback in front of the embedded offline model. Like a real
-provider it counts, over a rolling minute, the requests and the tokens (here: request bytes / 4
-when it arrives, plus response bytes / 4 when answered) of `/v1/messages`, answers 429 with
+provider it counts, over a rolling minute, the requests and the tokens of `/v1/messages` (request
+bytes / 4 when a request arrives, replaced by the input, output and cache-write tokens of the
+answer's usage once answered, as Anthropic's limits count them), answers 429 with
 `retry-after` (the seconds until the oldest counted request leaves the minute) when a request
 would pass either limit, and states its limits and what remains in `anthropic-ratelimit-*`
 headers on every answer.
@@ -30,6 +31,7 @@ import argparse
 import collections
 import http.client
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -95,9 +97,10 @@ class RateLimitedProvider(ThreadingHTTPServer):
             self.first_at = self.first_at or now
             return entry, 0.0, headers
 
-    def served(self, entry: list[float], tokens: int) -> None:
+    def served(self, entry: list[float], tokens: int | None) -> None:
         with self.lock:
-            entry[1] += tokens
+            if tokens is not None:
+                entry[1] = float(tokens)
             self.tokens_served += int(entry[1])
             self.last_at = time.time()
 
@@ -152,7 +155,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         if entry is not None:
-            self.server.served(entry, len(data) // 4)
+            self.server.served(entry, _usage_tokens(data))
+
+
+def _usage_tokens(answer: bytes) -> int | None:
+    """Input, output and cache-write tokens of a Messages answer, JSON or event stream (its
+    message_delta carries the final output count), or None when it states no usage."""
+    names = (b"input_tokens", b"output_tokens", b"cache_creation_input_tokens")
+    counts = {
+        name: max((int(n) for n in re.findall(rb'"%s":\s*(\d+)' % name, answer)), default=0)
+        for name in names
+    }
+    if not counts[b"input_tokens"] and not counts[b"output_tokens"]:
+        return None
+    return sum(counts.values())
 
 
 @contextmanager
