@@ -49,7 +49,7 @@ METRICS = {
 
 
 class Deviation(NamedTuple):
-    """A deliberate difference from Interaction2Code: where it shows and how large it was measured."""
+    """A deliberate difference from Interaction2Code: where it shows, how large it measured."""
 
     reason: str
     pairs: frozenset[str]
@@ -62,8 +62,8 @@ FITTED = "a page of another height is fitted (cropped or padded), not stretched"
 # Interaction2Code's SSIM is scikit-image's (7 x 7 uniform window); the project's uses the
 # Gaussian window of Wang et al. On dissimilar crops the two part by several hundredths.
 WINDOW = "SSIM under an 11 x 11 Gaussian window, not a 7 x 7 uniform one"
-# A changed region cuts through glyphs at its edges; one pixel more or less there (Interaction2Code's
-# crop drops the last changed row and column) changed what tesseract read: "$290/yr" was lost.
+# A changed region cuts through glyphs at its edges; one pixel more or less there (Interaction2Code
+# drops the last changed row and column) changed what tesseract read: "$290/yr" was lost.
 CROP_EDGE = "OCR of a crop that cuts through glyphs changes with a pixel at its edge"
 DEVIATIONS = {
     "state_ssim": Deviation(FITTED, frozenset({"accordion-other"}), max_abs=0.07),
