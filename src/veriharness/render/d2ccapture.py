@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from PIL import Image
 
+from veriharness._util import atomic
 from veriharness.render.browser import (
     FULL_PAGE_MAX_HEIGHT,
     FULL_PAGE_MAX_WIDTH,
@@ -29,12 +30,18 @@ from veriharness.render.browser import (
     _PageCapture,
     _quietly,
 )
-from veriharness.runfolder.render import Size
+from veriharness.runfolder.render import DESIGN2CODE_DIR, Size
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import Clip
 
-__all__ = ["RECOLOURED_TAGS", "RecolouredCapture", "capture_recoloured"]
+__all__ = [
+    "RECOLOURED_TAGS",
+    "RecolouredCapture",
+    "capture_recoloured",
+    "render_recoloured",
+    "write_recoloured",
+]
 
 RECOLOURED_TAGS = (
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "a", "b", "li", "table", "td", "th",
@@ -139,3 +146,45 @@ def capture_recoloured(
         _quietly(context.close)
     texts = [(str(text), (int(c[0]), int(c[1]), int(c[2]))) for text, c in raw]
     return RecolouredCapture(original, first, second, texts)
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_recoloured(capture: RecolouredCapture, folder: Path, side: str) -> None:
+    """`<side>.page.png`, `.first.png`, `.second.png` and `.texts.json` in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    images = {"page": capture.page, "first": capture.first, "second": capture.second}
+    for name, image in images.items():
+        atomic.write_bytes(folder / f"{side}.{name}.png", _png(image))
+    atomic.write_json(folder / f"{side}.texts.json", [[t, list(c)] for t, c in capture.texts])
+
+
+def render_recoloured(renderer: Renderer, answer_dir: Path, reference: Path, out: Path) -> str:
+    """The captures of the answer and of the task's reference.html (beside `reference`) written
+    into out/design2code/; returns "ok" or the error that stopped them, also written there as
+    error.txt (score then names it)."""
+    folder = out / DESIGN2CODE_DIR
+    viewport = _size(reference)
+    error = folder / "error.txt"
+    try:
+        pages = (("answer", answer_dir / "answer.html", answer_dir),
+                 ("reference", reference.parent / "reference.html", reference.parent))  # fmt: skip
+        for side, html, root in pages:
+            write_recoloured(capture_recoloured(renderer, html, root, viewport), folder, side)
+    except Exception as exc:  # noqa: BLE001 - recorded for score; the batch goes on
+        message = f"{type(exc).__name__}: {exc}".strip()
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(error, message + "\n")
+        return message
+    if error.exists():
+        error.unlink()
+    return "ok"
+
+
+def _size(reference: Path) -> Size:
+    with Image.open(reference) as image:
+        return Size(width=image.width, height=image.height)
