@@ -25,7 +25,6 @@ from veriharness._util import atomic
 from veriharness.render.browser import (
     FULL_PAGE_MAX_HEIGHT,
     FULL_PAGE_MAX_WIDTH,
-    GUARD_SCRIPT,
     Renderer,
     _PageCapture,
     _quietly,
@@ -105,18 +104,9 @@ def capture_recoloured(
     """Load `html` (only files under `root` reachable) and take the three captures. A page that
     cannot be loaded or captured raises playwright's error: the detection has no result then."""
     fence = _PageCapture(renderer, html, root, viewport)
-    context = renderer._browser.new_context(
-        viewport={"width": viewport.width, "height": viewport.height},
-        device_scale_factor=1,
-        reduced_motion="reduce",
-        accept_downloads=False,
-        service_workers="block",
-    )
+    context = fence.new_context()
     try:
-        context.add_init_script(GUARD_SCRIPT)
-        context.route("**/*", fence._route)
-        context.route_web_socket("**/*", fence._socket)
-        fence.page = page = context.new_page()
+        page = fence.fenced_page(context)
         page.on("dialog", fence._dialog)
         fence._load(context, page)
 

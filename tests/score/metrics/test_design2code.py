@@ -85,6 +85,16 @@ def _ours(row: dict[str, str]) -> dict[str, float]:
     return dict(zip(METRICS, values, strict=True))  # type: ignore[arg-type]
 
 
+def _paired(
+    scores: dict[str, dict[str, float]], metric: str, column: str
+) -> tuple[list[float], list[float]]:
+    """One metric over every pair: the project's values and the stored `column_<metric>` ones."""
+    return (
+        [scores[row["pair"]][metric] for row in ROWS],
+        [float(row[f"{column}_{metric}"]) for row in ROWS],
+    )
+
+
 @pytest.fixture(scope="module")
 def ours() -> dict[str, dict[str, float]]:
     return {row["pair"]: _ours(row) for row in ROWS}
@@ -110,8 +120,7 @@ def test_matching_agrees_with_design2code_on_our_blocks(
 def test_matching_correlates_with_design2code_on_our_blocks(
     metric: str, ours: dict[str, dict[str, float]]
 ) -> None:
-    mine = [ours[row["pair"]][metric] for row in ROWS]
-    theirs = [float(row[f"d2cdom_{metric}"]) for row in ROWS]
+    mine, theirs = _paired(ours, metric, "d2cdom")
     assert np.corrcoef(mine, theirs)[0, 1] >= MIN_PEARSON
 
 
@@ -126,8 +135,7 @@ def test_whole_pipeline_agrees_but_for_the_named_block_detection_difference(
     }
     beyond = {pair for pair, diff in differences.items() if diff > TOLERANCE}
     assert beyond <= excused, f"{metric}: {sorted(beyond - excused)} differ beyond {TOLERANCE}"
-    mine = [ours[row["pair"]][metric] for row in ROWS]
-    theirs = [float(row[f"d2c_{metric}"]) for row in ROWS]
+    mine, theirs = _paired(ours, metric, "d2c")
     pearson = np.corrcoef(mine, theirs)[0, 1]
     if deviation is None:
         assert pearson >= MIN_PEARSON
@@ -182,8 +190,7 @@ def detected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, fl
 def test_design2code_detection_reproduces_the_whole_pipeline(
     metric: str, detected: dict[str, dict[str, float]]
 ) -> None:
-    mine = [detected[row["pair"]][metric] for row in ROWS]
-    theirs = [float(row[f"d2c_{metric}"]) for row in ROWS]
+    mine, theirs = _paired(detected, metric, "d2c")
     assert np.corrcoef(mine, theirs)[0, 1] >= MIN_PEARSON
     # Measured: every pair equal to the stored four decimals.
     worst = max(abs(m - t) for m, t in zip(mine, theirs, strict=True))
