@@ -166,6 +166,7 @@ def test_placeholder_agent_model_refused_naming_field_and_value(name: str) -> No
         ({"conditions": ["b3-absent", "b3-absent"]}, "conditions"),
         ({"agent": {"endpoint": "cloud"}}, "agent.endpoint"),
         ({"compare": {"baseline": "b3-absent", "treatment": "other"}}, "'other'"),
+        ({"scoring": {"block_detection": "ocr"}}, "scoring.block_detection"),
     ],
 )
 def test_bad_values_are_refused_with_the_field_named(data: dict, expected: str) -> None:

@@ -189,6 +189,16 @@ def test_changing_the_annotator_reruns_annotation_only(finished: Path, project: 
     assert planned_jobs(model, "run_agent") == 0 and planned_jobs(model, "render_answer") == 0
 
 
+def test_changing_the_block_detection_rerenders_and_rescores_only(
+    finished: Path, project: Path
+) -> None:
+    changed = snakemake(
+        project, "-n", "all", extra_config="scoring: {block_detection: design2code}\n"
+    )
+    assert planned_jobs(changed, "run_agent") == 0
+    assert planned_jobs(changed, "render_answer") == planned_jobs(changed, "score_answer") > 0
+
+
 def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path) -> None:
     calls = pd.read_parquet(finished / "tables" / "mllm_calls.parquet")
     uses = pd.read_parquet(finished / "tables" / "agent_tool_calls.parquet")

@@ -30,6 +30,13 @@ rule render_answer:
         answer=f"{RUN}/answer",
         reference=f"{TASK_DIR}/reference.png",
         out=f"{RUN}/render",
+        # Design2Code's block detection needs three more captures per page, which the shared
+        # browser pool does not take (P-44).
+        design2code=(
+            "--design2code-blocks --browser-pool none"
+            if config["scoring"]["block_detection"] == "design2code"
+            else "--browser-pool slurm-job"
+        ),
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"
-        " --out {params.out} --browser-pool slurm-job > {log} 2>&1"
+        " --out {params.out} {params.design2code} > {log} 2>&1"

@@ -21,7 +21,10 @@ rule score_answer:
         answer=f"{RUN}/answer",
         task=TASK_DIR,
         run_dir=RUN,
+        # A param: changing it rescores every run (and re-renders, render_answer), never a
+        # session (P-43).
+        block_detection=config["scoring"]["block_detection"],
     shell:
         "{VH} score --render-dir {params.render_dir} --answer-dir {params.answer}"
         " --task-dir {params.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
-        " > {log} 2>&1"
+        " --block-detection {params.block_detection} > {log} 2>&1"

@@ -54,6 +54,7 @@ __all__ = [
     "SessionLimits",
     "CompareSettings",
     "AnnotationSettings",
+    "ScoringSettings",
     "EXTERNAL_PREFIX",
     "ExternalAnswers",
     "ExecutionSettings",
@@ -270,6 +271,17 @@ class AnnotationSettings(_Strict):
     """The annotator prompt module in prompts_dir (model annotator only)."""
 
 
+class ScoringSettings(_Strict):
+    """How answers are scored. Analysis only; not hashed: a change rescores, never reruns a
+    session (P-43)."""
+
+    block_detection: Literal["dom", "design2code"] = "dom"
+    """Where the block metrics' text blocks come from. "dom": one block per visible text node of
+    the rendered page's DOM (docs/metrics.md). "design2code": detected from recoloured
+    screenshots as Design2Code's published code does, for figures comparable with papers that
+    report its metrics; each page is then captured three more times."""
+
+
 class ExecutionSettings(_Strict):
     """How runs are executed. Recorded in every record, never hashed."""
 
@@ -373,6 +385,9 @@ class ExperimentConfig(_Strict):
     annotation: AnnotationSettings = AnnotationSettings()
     """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
     ones). Analysis only; not hashed: a change reruns annotation, never a session."""
+    scoring: ScoringSettings = ScoringSettings()
+    """How answers are scored: where the block metrics' text blocks come from. Analysis only; not
+    hashed (P-43)."""
     check_models: bool = True
     """Look model names up with their provider at experiment start (false for dry runs). Not
     hashed."""

@@ -287,17 +287,30 @@ class _PageCapture:
             self.popups += 1
             _quietly(page.close)
 
-    def run(self) -> Capture:
-        from playwright.sync_api import Error as PlaywrightError
-
-        renderer, viewport = self.renderer, self.viewport
-        context = renderer._browser.new_context(
+    def new_context(self) -> BrowserContext:
+        """A fresh browser context at the viewport, device scale factor 1."""
+        viewport = self.viewport
+        return self.renderer._browser.new_context(
             viewport={"width": viewport.width, "height": viewport.height},
             device_scale_factor=1,
             reduced_motion="reduce",
             accept_downloads=False,
             service_workers="block",
         )
+
+    def fenced_page(self, context: BrowserContext) -> Page:
+        """The page of `context`, behind the guard script and the network fence."""
+        context.add_init_script(GUARD_SCRIPT)
+        context.route("**/*", self._route)
+        context.route_web_socket("**/*", self._socket)
+        self.page = page = context.new_page()
+        return page
+
+    def run(self) -> Capture:
+        from playwright.sync_api import Error as PlaywrightError
+
+        renderer, viewport = self.renderer, self.viewport
+        context = self.new_context()
         launch_ms = renderer._take_launch_ms()
         dom = DomRecord(viewport=viewport, page=viewport, texts=[], images=[])
         self.shot: bytes | None = None
@@ -308,10 +321,7 @@ class _PageCapture:
         start, load_ms = time.perf_counter(), 0.0
         renderer._guard.take_kills()
         try:
-            context.add_init_script(GUARD_SCRIPT)
-            context.route("**/*", self._route)
-            context.route_web_socket("**/*", self._socket)
-            self.page = page = context.new_page()
+            page = self.fenced_page(context)
             context.on("page", self._popup)
             page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: self.errors.append(str(e)))

@@ -30,6 +30,12 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
         help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
         "(render/pool.py); outside one, or with none (default), launch a browser of its own",
     )
+    parser.add_argument(
+        "--design2code-blocks",
+        action="store_true",
+        help="also capture the answer and the task's reference.html recoloured, for "
+        "Design2Code's block detection (render/design2code/; score --block-detection design2code)",
+    )
     add_browser_arguments(parser)
 
 
@@ -42,6 +48,7 @@ def run_render(args: argparse.Namespace) -> int:
     from veriharness._util import atomic
     from veriharness.render.browser import Renderer, RenderSetupError
     from veriharness.render.command import BatchItem, read_batch, reference_size, render_answer
+    from veriharness.render.d2ccapture import render_recoloured
     from veriharness.render.pool import pool_for, render_in_pool
 
     single = [args.answer_dir, args.reference, args.out]
@@ -58,7 +65,17 @@ def run_render(args: argparse.Namespace) -> int:
             items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
         for item in items:
             reference_size(item.reference)
+        for item in items if args.design2code_blocks else []:
+            if not (item.reference.parent / "reference.html").is_file():
+                raise RenderSetupError(
+                    f"--design2code-blocks needs {item.reference.parent / 'reference.html'}"
+                )
         pool = pool_for(args.browser_pool)
+        if pool is not None and args.design2code_blocks:
+            raise RenderSetupError(
+                "the browser pool does not take Design2Code captures: "
+                "give --design2code-blocks with --browser-pool none"
+            )
         if pool is not None:
             for item in items:
                 request = {k: str(v) for k, v in item.model_dump().items()}
@@ -70,6 +87,9 @@ def run_render(args: argparse.Namespace) -> int:
                 record = render_answer(renderer, item.answer_dir, item.reference, item.out)
                 step = f" ({record.failed_step})" if record.failed_step else ""
                 print(f"{record.status:<15} {item.out}{step}")
+                if args.design2code_blocks and record.status == "ok":
+                    done = render_recoloured(renderer, item.answer_dir, item.reference, item.out)
+                    print(f"{'design2code':<15} {item.out}: {done}")
     except (RenderSetupError, atomic.AtomicWriteError) as exc:
         return _fail(str(exc))
     return 0

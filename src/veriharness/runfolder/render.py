@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from veriharness.runfolder._files import JsonFile
 
 __all__ = [
+    "DESIGN2CODE_DIR",
     "DOM",
     "DOM_NAME",
     "RENDER",
@@ -38,6 +39,9 @@ __all__ = [
 ]
 
 RENDER_NAME = "render/render.json"
+# render --design2code-blocks writes Design2Code's recoloured captures of the answer and the
+# reference into this subfolder of render/; score reads them with block_detection design2code.
+DESIGN2CODE_DIR = "design2code"
 DOM_NAME = "render/dom.json"
 
 Status = Literal["ok", "missing_answer", "empty_answer", "error"]

@@ -38,7 +38,7 @@ from veriharness._util.programs import MissingTool
 from veriharness.experiment.analysis import FIDELITY_MEASURES
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
 from veriharness.runfolder.metrics import METRICS, MetricsRecord
-from veriharness.runfolder.render import DomRecord
+from veriharness.runfolder.render import DESIGN2CODE_DIR, DomRecord
 from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import FLAGS, audit_run, in_viewport
 from veriharness.score.metrics.blocks import (
@@ -46,8 +46,12 @@ from veriharness.score.metrics.blocks import (
     CONTEXT_WINDOW,
     MERGE_MIN_GAIN,
     MIN_TEXT_RATIO,
+    Block,
     block_scores,
+    same_box_joined,
+    scores_of_blocks,
 )
+from veriharness.score.metrics.d2cblocks import detect_blocks
 from veriharness.score.metrics.inputs import InputError, read_dom, read_render
 from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words, tesseract_version
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
@@ -104,6 +108,7 @@ class ScoreJob(BaseModel):
     answer_dir: Path
     task_dir: Path
     out_dir: Path
+    block_detection: Literal["dom", "design2code"] = "dom"
 
 
 _OCR_CACHE: dict[str, list[OcrWord]] = {}
@@ -142,12 +147,41 @@ def _f1_ceiling(task_dir: Path, reference_words: list[OcrWord]) -> float | None:
     return ocr_word_scores(texts, [w.text for w in reference_words])[0].f1
 
 
-def _block_metrics(task_dir: Path, dom: DomRecord) -> tuple[dict[str, float | None], Any]:
+def _detected_blocks(folder: Path, side: str) -> list[Block]:
+    """Design2Code's blocks of one side from the render stage's captures in `folder`."""
+    error = folder / "error.txt"
+    if error.is_file():
+        raise InputError(f"{error}: the Design2Code captures failed: {error.read_text().strip()}")
+    paths = [folder / f"{side}.{name}.png" for name in ("page", "first", "second")]
+    texts_path = folder / f"{side}.texts.json"
+    for path in (*paths, texts_path):
+        if not path.is_file():
+            raise InputError(
+                f"{path}: file not found (block_detection design2code needs "
+                "render --design2code-blocks)"
+            )
+    try:
+        listed = json.loads(texts_path.read_text(encoding="utf-8"))
+        texts = [(str(t), (int(c[0]), int(c[1]), int(c[2]))) for t, c in listed]
+    except (TypeError, ValueError, IndexError) as exc:
+        raise InputError(f"{texts_path}: not a list of [text, [r, g, b]]: {exc}") from exc
+    page, first, second = (load_rgb(path) for path in paths)
+    return same_box_joined(detect_blocks(page, first, second, texts))
+
+
+def _block_metrics(
+    task_dir: Path, dom: DomRecord, detection: str, render_dir: Path
+) -> tuple[dict[str, float | None], Any]:
     if not (task_dir / "reference.html").is_file():
         empty = dict.fromkeys(("block_match", "text_similarity", "position", "color"))
         return empty, {"computed": False, "reason": "the task ships no reference.html"}
-    reference_dom = read_dom(task_dir / "reference_dom.json")
-    scores = block_scores(reference_dom, dom)
+    if detection == "design2code":
+        folder = render_dir / DESIGN2CODE_DIR
+        scores = scores_of_blocks(
+            _detected_blocks(folder, "reference"), _detected_blocks(folder, "answer")
+        )
+    else:
+        scores = block_scores(read_dom(task_dir / "reference_dom.json"), dom)
     values = {
         "block_match": scores.block_match,
         "text_similarity": scores.text_similarity,
@@ -156,6 +190,7 @@ def _block_metrics(task_dir: Path, dom: DomRecord) -> tuple[dict[str, float | No
     }
     detail = {
         "computed": True,
+        "detection": detection,
         "reference_blocks": scores.reference_blocks,
         "answer_blocks": scores.answer_blocks,
         "matched_pairs": len(scores.pairs),
@@ -213,7 +248,9 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         "ocr": OCR_VERSION,
         "f1_ceiling": _f1_ceiling(job.task_dir, reference_words),
     }
-    blocks, details["blocks"] = _block_metrics(job.task_dir, dom)
+    blocks, details["blocks"] = _block_metrics(
+        job.task_dir, dom, job.block_detection, job.render_dir
+    )
     values.update(blocks)
     details["render_png"] = sha256_file(render_png)
     details["dom_json"] = sha256_file(job.render_dir / "dom.json")

@@ -20,6 +20,13 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder caching the OCR words of reference images (by digest), shared across runs",
     )
     parser.add_argument(
+        "--block-detection",
+        choices=("dom", "design2code"),
+        default=None,
+        help="where the block metrics' text blocks come from: dom (default) or design2code "
+        "(needs render --design2code-blocks); for --batch it applies to every line",
+    )
+    parser.add_argument(
         "--batch",
         type=Path,
         help="JSONL file, one object per line with render_dir, answer_dir, task_dir, out_dir",
@@ -52,4 +59,6 @@ def run_score(args: argparse.Namespace) -> int:
     except InputError as bad:
         print(f"veriharness score: {bad}", file=sys.stderr)
         return 2
+    if args.block_detection is not None:
+        jobs = [job.model_copy(update={"block_detection": args.block_detection}) for job in jobs]
     return score_jobs(jobs, args.ocr_cache)

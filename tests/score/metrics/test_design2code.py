@@ -12,13 +12,18 @@ names the commit and how it was run); the pairs' inputs lie beside it. Two compa
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from veriharness.score.metrics.blocks import block_scores
+from veriharness.render.browser import Renderer
+from veriharness.render.d2ccapture import capture_recoloured
+from veriharness.runfolder.render import Size
+from veriharness.score.metrics.blocks import Block, block_scores, same_box_joined, scores_of_blocks
+from veriharness.score.metrics.d2cblocks import detect_blocks
 from veriharness.score.metrics.inputs import read_dom
 
 DATA = Path(__file__).with_name("design2code")
@@ -80,6 +85,16 @@ def _ours(row: dict[str, str]) -> dict[str, float]:
     return dict(zip(METRICS, values, strict=True))  # type: ignore[arg-type]
 
 
+def _paired(
+    scores: dict[str, dict[str, float]], metric: str, column: str
+) -> tuple[list[float], list[float]]:
+    """One metric over every pair: the project's values and the stored `column_<metric>` ones."""
+    return (
+        [scores[row["pair"]][metric] for row in ROWS],
+        [float(row[f"{column}_{metric}"]) for row in ROWS],
+    )
+
+
 @pytest.fixture(scope="module")
 def ours() -> dict[str, dict[str, float]]:
     return {row["pair"]: _ours(row) for row in ROWS}
@@ -105,8 +120,7 @@ def test_matching_agrees_with_design2code_on_our_blocks(
 def test_matching_correlates_with_design2code_on_our_blocks(
     metric: str, ours: dict[str, dict[str, float]]
 ) -> None:
-    mine = [ours[row["pair"]][metric] for row in ROWS]
-    theirs = [float(row[f"d2cdom_{metric}"]) for row in ROWS]
+    mine, theirs = _paired(ours, metric, "d2cdom")
     assert np.corrcoef(mine, theirs)[0, 1] >= MIN_PEARSON
 
 
@@ -121,11 +135,63 @@ def test_whole_pipeline_agrees_but_for_the_named_block_detection_difference(
     }
     beyond = {pair for pair, diff in differences.items() if diff > TOLERANCE}
     assert beyond <= excused, f"{metric}: {sorted(beyond - excused)} differ beyond {TOLERANCE}"
-    mine = [ours[row["pair"]][metric] for row in ROWS]
-    theirs = [float(row[f"d2c_{metric}"]) for row in ROWS]
+    mine, theirs = _paired(ours, metric, "d2c")
     pearson = np.corrcoef(mine, theirs)[0, 1]
     if deviation is None:
         assert pearson >= MIN_PEARSON
     else:
         assert max(differences.values()) <= deviation.max_abs, deviation.reason
         assert pearson >= deviation.min_pearson, deviation.reason
+
+
+# --- Design2Code's block detection (the scorer option `block_detection: design2code`) ---------
+
+TASKS = Path(__file__).parents[3] / "tasks"
+
+
+def _viewport(task: str) -> Size:
+    return read_dom(DATA / "references" / f"{task}.dom.json").viewport
+
+
+def _detected(renderer: Renderer, html: Path, task: str, folder: Path) -> list[Block]:
+    """Blocks of `html` as Design2Code detects them, the task's assets beside the page."""
+    shutil.copytree(TASKS / task / "assets", folder / "assets")
+    page = folder / "page.html"
+    shutil.copyfile(html, page)
+    capture = capture_recoloured(renderer, page, folder, _viewport(task))
+    return same_box_joined(detect_blocks(*capture))
+
+
+@pytest.fixture(scope="module")
+def detected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, float]]:
+    """The four metrics of every pair with both pages' blocks detected as Design2Code does."""
+    scores: dict[str, dict[str, float]] = {}
+    with Renderer() as renderer:
+        references = {
+            task: _detected(
+                renderer, TASKS / task / "reference.html", task, tmp_path_factory.mktemp(task)
+            )
+            for task in sorted({row["task"] for row in ROWS})
+        }
+        for row in ROWS:
+            if row["pair"].startswith("self-"):
+                answer = references[row["task"]]
+            else:
+                html = DATA / "answers" / f"{row['pair']}.html"
+                answer = _detected(renderer, html, row["task"], tmp_path_factory.mktemp("answer"))
+            result = scores_of_blocks(references[row["task"]], answer)
+            values = (result.block_match, result.text_similarity, result.position, result.color)
+            assert all(v is not None for v in values), row["pair"]
+            scores[row["pair"]] = dict(zip(METRICS, values, strict=True))  # type: ignore[arg-type]
+    return scores
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_design2code_detection_reproduces_the_whole_pipeline(
+    metric: str, detected: dict[str, dict[str, float]]
+) -> None:
+    mine, theirs = _paired(detected, metric, "d2c")
+    assert np.corrcoef(mine, theirs)[0, 1] >= MIN_PEARSON
+    # Measured: every pair equal to the stored four decimals.
+    worst = max(abs(m - t) for m, t in zip(mine, theirs, strict=True))
+    assert worst <= 0.001, f"{metric}: largest difference {worst:.4f}"

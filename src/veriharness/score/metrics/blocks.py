@@ -59,8 +59,10 @@ __all__ = [
     "BlockPair",
     "BlockScores",
     "page_blocks",
+    "same_box_joined",
     "match_blocks",
     "block_scores",
+    "scores_of_blocks",
 ]
 
 MIN_TEXT_RATIO = 0.5
@@ -129,25 +131,34 @@ def _join(first: Block, second: Block) -> Block:
     )
 
 
-def page_blocks(page: DomRecord) -> list[Block]:
-    """The page's text nodes as blocks, in document order; texts sharing one box joined."""
-    width, height = max(page.page.width, 1), max(page.page.height, 1)
+def same_box_joined(blocks: Sequence[Block]) -> list[Block]:
+    """`blocks` with those sharing one box made one block: texts joined by a space in order, the
+    channel-wise mean colour."""
     by_box: dict[tuple[float, float, float, float], Block] = {}
-    for index, node in enumerate(page.texts):
-        text = " ".join(node.text.split()).lower()
-        if not text or node.area <= 0:
-            continue
-        box = (node.x / width, node.y / height, node.width / width, node.height / height)
-        red, green, blue = node.color
-        block = Block(text, *box, (float(red), float(green), float(blue)), (index,))
+    for block in blocks:
+        box = (block.x, block.y, block.width, block.height)
         same = by_box.get(box)
         if same is None:
             by_box[box] = block
         else:
             color = _mix(same.color, block.color, floor=False)
             nodes = same.nodes + block.nodes
-            by_box[box] = same._replace(text=f"{same.text} {text}", color=color, nodes=nodes)
+            by_box[box] = same._replace(text=f"{same.text} {block.text}", color=color, nodes=nodes)
     return list(by_box.values())
+
+
+def page_blocks(page: DomRecord) -> list[Block]:
+    """The page's text nodes as blocks, in document order; texts sharing one box joined."""
+    width, height = max(page.page.width, 1), max(page.page.height, 1)
+    blocks: list[Block] = []
+    for index, node in enumerate(page.texts):
+        text = " ".join(node.text.split()).lower()
+        if not text or node.area <= 0:
+            continue
+        box = (node.x / width, node.y / height, node.width / width, node.height / height)
+        red, green, blue = node.color
+        blocks.append(Block(text, *box, (float(red), float(green), float(blue)), (index,)))
+    return same_box_joined(blocks)
 
 
 class _Ratios:
@@ -290,8 +301,12 @@ def _position(reference: Block, answer: Block) -> float:
 
 
 def block_scores(reference: DomRecord, answer: DomRecord) -> BlockScores:
-    """The four block metrics of an answer page against a reference page."""
-    refs, anss = page_blocks(reference), page_blocks(answer)
+    """The four block metrics of an answer page against a reference page, DOM blocks."""
+    return scores_of_blocks(page_blocks(reference), page_blocks(answer))
+
+
+def scores_of_blocks(refs: list[Block], anss: list[Block]) -> BlockScores:
+    """The four block metrics from the blocks of each page (same-box blocks already joined)."""
     n_refs, n_anss = len(refs), len(anss)
     if not refs and not anss:
         return BlockScores(None, None, None, None, [], 0, 0)
