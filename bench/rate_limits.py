@@ -2,6 +2,7 @@
 concurrent sessions without pacing (issue 27).
 
 Run: python3 bench/rate_limits.py [--sessions 64] [--fixed 8] [--rpm 300] [--tpm 600000]
+     [--runs paced,fixed]
 
 The provider is a stand-in on loopback in front of the embedded offline model. Like a real
 provider it counts, over a rolling minute, the requests and the tokens of `/v1/messages` (request
@@ -225,10 +226,18 @@ def main() -> None:
     parser.add_argument("--fixed", type=int, default=8)
     parser.add_argument("--rpm", type=int, default=300)
     parser.add_argument("--tpm", type=int, default=600_000)
+    parser.add_argument(
+        "--runs", default="paced,fixed", help="which of the two runs, comma-separated"
+    )
     args = parser.parse_args()
+    runs = args.runs.split(",")
+    if unknown := set(runs) - {"paced", "fixed"}:
+        parser.error(f"--runs: unknown run(s) {sorted(unknown)}; choose from paced, fixed")
     os.environ.setdefault("VH_BENCH_KEY", "bench-key")
-    run("paced", args.sessions, args.sessions, True, args.rpm, args.tpm)
-    run("fixed", args.sessions, args.fixed, False, args.rpm, args.tpm)
+    if "paced" in runs:
+        run("paced", args.sessions, args.sessions, True, args.rpm, args.tpm)
+    if "fixed" in runs:
+        run("fixed", args.sessions, args.fixed, False, args.rpm, args.tpm)
 
 
 if __name__ == "__main__":

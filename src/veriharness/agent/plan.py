@@ -196,6 +196,10 @@ def session_environment(
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
+        # The mllm server already listens when the CLI starts, yet on a loaded machine (64
+        # sessions starting together on 2 cores) its MCP handshake passed the CLI's default 30 s.
+        # 60 s is the most the pinned CLI honours (its initialize request's own timeout).
+        "MCP_TIMEOUT": "60000",
         "ANTHROPIC_BASE_URL": proxy_url,
         "ANTHROPIC_API_KEY": token,
     }
