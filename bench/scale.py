@@ -23,7 +23,9 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import random
+import resource
 import sys
 import time
 from multiprocessing import Pool
@@ -427,6 +429,16 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "veriharness", *args]
 
 
+def _measured(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system of the whole process tree, which carry over
+    from a loaded machine better than wall time) and peak MiB of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, peak_kib = _timed(command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu, peak_kib / 1024
+
+
 def _index_load_seconds(index: Path) -> tuple[float, int]:
     """Seconds until the index's load event in headless Chromium (fresh browser, best of 3),
     and the rows of its runs table."""
@@ -473,17 +485,18 @@ def main() -> None:
         _write_experiment(work, args.tasks, conditions, args.replicates)
         print(f"wrote {runs} runs in {time.perf_counter() - begun:.0f} s, "
               f"{_size_mb(exp_dir):.0f} MB")  # fmt: skip
-    figures: dict[str, tuple[float, float, float]] = {}
+    figures: dict[str, tuple[float, float, float, float]] = {}
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
     if "collect" in args.only:
-        seconds, peak = _timed(_command("collect", "--experiment-dir", str(exp_dir)))
-        figures["collect"] = (seconds, peak / 1024, _size_mb(exp_dir / "tables"))
+        measured = _measured(_command("collect", "--experiment-dir", str(exp_dir)))
+        figures["collect"] = (*measured, _size_mb(exp_dir / "tables"))
     if "compare" in args.only:
         pairs = [a for c in conditions[1:] for a in ("--pair", conditions[0], c)]
-        seconds, peak = _timed(_command("compare", "--experiment-dir", str(exp_dir), *pairs))
-        figures["compare"] = (seconds, peak / 1024, _size_mb(exp_dir / "comparison.csv"))
+        measured = _measured(_command("compare", "--experiment-dir", str(exp_dir), *pairs))
+        figures["compare"] = (*measured, _size_mb(exp_dir / "comparison.csv"))
     if "report" in args.only:
         out = exp_dir / "report"
-        seconds, peak = _timed(
+        measured = _measured(
             _command(
                 "report",
                 "--experiment-dir",
@@ -494,15 +507,18 @@ def main() -> None:
                 str(work / "tasks"),
             )  # fmt: skip
         )
-        figures["report"] = (seconds, peak / 1024, _size_mb(out))
+        figures["report"] = (*measured, _size_mb(out))
     if "status" in args.only:
-        walls = []
-        for _ in range(3):
-            seconds, peak = _timed(_command("status", str(exp_dir)))
-            walls.append(seconds)
-        figures["status"] = (min(walls), peak / 1024, 0.0)
-    for name, (seconds, peak_mib, out_mb) in figures.items():
-        print(f"{name:>8}: {seconds:7.1f} s, peak {peak_mib:6.0f} MiB, wrote {out_mb:8.1f} MB")
+        figures["status"] = (
+            *min(_measured(_command("status", str(exp_dir))) for _ in range(3)),
+            0.0,
+        )
+    for name, (seconds, cpu, peak_mib, out_mb) in figures.items():
+        print(
+            f"{name:>8}: {seconds:7.1f} s wall, {cpu:7.1f} s CPU, peak {peak_mib:6.0f} MiB, "
+            f"wrote {out_mb:8.1f} MB"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     if "browser" in args.only:
         index = exp_dir / "report" / "index.html"
         load, rows = _index_load_seconds(index)
