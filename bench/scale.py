@@ -463,6 +463,19 @@ def _index_load_seconds(index: Path) -> tuple[float, int]:
     return best, rows
 
 
+class _Figures(dict[str, tuple[float, float, float, float]]):
+    """Each command's figures, printed as soon as they are in (a later one may take long)."""
+
+    def __setitem__(self, name: str, value: tuple[float, float, float, float]) -> None:
+        super().__setitem__(name, value)
+        seconds, cpu, peak_mib, out_mb = value
+        print(
+            f"{name:>8}: {seconds:7.1f} s wall, {cpu:7.1f} s CPU, peak {peak_mib:6.0f} MiB, "
+            f"wrote {out_mb:8.1f} MB, load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/veriharness-bench-scale"))
@@ -485,7 +498,7 @@ def main() -> None:
         _write_experiment(work, args.tasks, conditions, args.replicates)
         print(f"wrote {runs} runs in {time.perf_counter() - begun:.0f} s, "
               f"{_size_mb(exp_dir):.0f} MB")  # fmt: skip
-    figures: dict[str, tuple[float, float, float, float]] = {}
+    figures = _Figures()
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     if "collect" in args.only:
         measured = _measured(_command("collect", "--experiment-dir", str(exp_dir)))
@@ -512,11 +525,6 @@ def main() -> None:
         figures["status"] = (
             *min(_measured(_command("status", str(exp_dir))) for _ in range(3)),
             0.0,
-        )
-    for name, (seconds, cpu, peak_mib, out_mb) in figures.items():
-        print(
-            f"{name:>8}: {seconds:7.1f} s wall, {cpu:7.1f} s CPU, peak {peak_mib:6.0f} MiB, "
-            f"wrote {out_mb:8.1f} MB"
         )
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     if "browser" in args.only:
