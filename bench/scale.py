@@ -34,12 +34,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))  # before tests/, whose package `collect` has no _timed
 
 from PIL import Image, ImageDraw  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from collect import _timed  # noqa: E402
+from support.synthetic_runs import TOOLS, tool_input_of  # noqa: E402
 from veriharness._util.hashing import sha256_file  # noqa: E402
 from veriharness.agent.plan import USER_MESSAGE  # noqa: E402
 from veriharness.experiment.analysis import AUDIT_FLAGS  # noqa: E402
@@ -244,13 +246,8 @@ def _transcript(
             tool_input, call_lines, result = _call(rng, len(trace) // 2, use_id, reference, step)
             trace += call_lines
         else:
-            name = rng.choice(["Write", "Edit", "Bash", "Read"])
-            tool_input = {
-                "Write": {"file_path": "answer.html", "content": html},
-                "Edit": {"file_path": "answer.html", "old_string": "Card 1", "new_string": "Card"},
-                "Bash": {"command": "chromium --headless --screenshot=shot.png answer.html"},
-                "Read": {"file_path": "answer.html"},
-            }[name]
+            name = rng.choice(TOOLS)
+            tool_input = tool_input_of(name, html)
             result = html if name == "Read" else "ok"
         text = f"Step {step}: I use {name} to get closer to the reference."
         for block in (
