@@ -5,8 +5,9 @@
 #
 #   ./setup.sh          what the workflow needs
 #   ./setup.sh --test   the same plus the test tools (pytest, hypothesis, ruff), the
-#                       single-node SLURM used by the cluster test (slurm-wlm, munge) and the
-#                       pinned MCP Inspector CLI under .tools/mcp-inspector
+#                       single-node SLURM used by the cluster test (slurm-wlm, munge), the
+#                       pinned MCP Inspector CLI under .tools/mcp-inspector and the optional
+#                       extra `inspect` (inspect_ai, which the export's tests read logs with)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -53,7 +54,7 @@ fi
 
 # --- Python package ------------------------------------------------------------------------
 extras="."
-[ "$want_test" = 1 ] && extras=".[test,slurm]"
+[ "$want_test" = 1 ] && extras=".[test,slurm,inspect]"
 stamp=".tools/pip-${want_test}.stamp"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing the Python package (pip install -e '$extras')"

@@ -43,6 +43,7 @@ VERBS: dict[str, Verb] = {
     "power": Verb("collect", "tasks a study needs, estimated from a pilot's differences"),
     "report": Verb("report", "write plots and per-run transcript pages"),
     "status": Verb("report", "runs done, running and left, and the spend, per condition"),
+    "export": Verb("report", "write an experiment's runs as another tool's logs (inspect)"),
     "record": Verb("experiment", "inspect experiment and run records (diff)"),
 }
 

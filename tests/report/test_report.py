@@ -57,13 +57,22 @@ def test_plots_are_pngs_with_captions(report) -> None:
         assert (out / f"{name}.rst").read_text().strip()
 
 
-def test_every_run_folder_gets_a_page_and_the_index_lists_every_run(report) -> None:
+def test_every_run_folder_gets_a_page_and_its_conditions_list_every_run(report) -> None:
     exp, out = report
     index = (out / "index.html").read_text()
+    lists = {n: (out / f"runs-{n}.html").read_text() for n in (1, 2)}
+    assert "<tr><td>base</td><td>3</td><td><a href='runs-1.html'>every run</a>" in index
+    assert "<tr><td>treat</td><td>3</td><td><a href='runs-2.html'>every run</a>" in index
+    runs = pd.read_parquet(exp.exp_dir / "tables" / "runs.parquet").set_index(
+        ["condition", "task", "replicate"]
+    )
     for (condition, task, rep), spec in exp.runs.items():
         page = out / "runs" / condition / task / f"r{rep}" / "index.html"
         assert page.is_file() == (spec.fault != "missing")
-        assert f"<td>{condition}</td><td>{task}</td><td>{rep}</td>" in index
+        row = f"<td>{condition}</td><td>{task}</td><td>{rep}</td>"
+        assert row in lists[1 if condition == "base" else 2]
+        # The index itself lists only the runs that need a look.
+        assert (row in index) == (runs.loc[(condition, task, rep), "status"] != "ok")
     assert "run folder is absent" in index
     timeout = (out / "runs/base/task-000/r1/index.html").read_text()
     assert "timeout" in timeout and "wall clock limit" in timeout

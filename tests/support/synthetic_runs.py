@@ -23,6 +23,8 @@ __all__ = [
     "SHARED_INSTRUCTION",
     "SyntheticRun",
     "SyntheticExperiment",
+    "TOOLS",
+    "tool_input_of",
     "write_experiment",
     "write_png",
     "write_repeated_calls",
@@ -79,6 +81,19 @@ def write_png(path: Path, width: int, height: int, color: tuple[int, int, int]) 
     draw.rectangle([4, 4, width // 2, height // 3], fill=color)
     draw.rectangle([8, height // 2, width - 8, height - 8], outline=(30, 30, 30), width=2)
     image.save(path)
+
+
+TOOLS = ("Write", "Edit", "Bash", "Read")
+
+
+def tool_input_of(name: str, html: str) -> dict[str, Any]:
+    """The input of a synthetic session's tool use of `name` (one of TOOLS) on `html`."""
+    return {
+        "Write": {"file_path": "answer.html", "content": html},
+        "Edit": {"file_path": "answer.html", "old_string": "Card 1", "new_string": "Card"},
+        "Bash": {"command": "chromium --headless --screenshot=shot.png answer.html"},
+        "Read": {"file_path": "answer.html"},
+    }[name]
 
 
 def _html(rng: random.Random) -> str:
@@ -146,13 +161,8 @@ def _transcript_and_trace(
         elif step in mllm_steps:
             name, tool_input = "mcp__mllm__call", None
         else:
-            name = rng.choice(["Write", "Edit", "Bash", "Read"])
-            tool_input = {
-                "Write": {"file_path": "answer.html", "content": html},
-                "Edit": {"file_path": "answer.html", "old_string": "Card 1", "new_string": "Card"},
-                "Bash": {"command": "chromium --headless --screenshot=shot.png answer.html"},
-                "Read": {"file_path": "answer.html"},
-            }[name]
+            name = rng.choice(TOOLS)
+            tool_input = tool_input_of(name, html)
         tool_id = f"toolu_{step:03d}_{rng.getrandbits(32):08x}"
         result: str = "ok"
         is_error = rng.random() < 0.05

@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ContentImage
 
+from support.cli import veriharness
 from support.pipeline import (
     CONDITIONS,
     MARKER_COMMIT,
@@ -36,6 +39,7 @@ from support.pipeline import (
     snakemake_env,
 )
 from support.project_copy import ROOT
+from veriharness.report.inspect_log import log_name
 from veriharness.score import SCORER_VERSION
 
 ALLOWED_TOOLS = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"]
@@ -209,6 +213,49 @@ def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path
     keys = ["condition", "task", "replicate", "tool_use_id"]
     linked = calls.merge(mllm_uses, on=keys, how="left", indicator=True)
     assert (linked["_merge"] == "both").all(), linked[keys]
+
+
+def test_the_inspect_export_holds_each_sessions_messages_calls_and_images(
+    finished: Path, project: Path
+) -> None:
+    out = finished / "inspect"
+    tasks = project / "tasks"
+    proc = veriharness("export", "inspect", finished, "--out", out, "--tasks-dir", tasks)
+    assert proc.returncode == 0, proc.stderr
+    runs = pd.read_parquet(finished / "tables" / "runs.parquet")
+    calls = pd.read_parquet(finished / "tables" / "mllm_calls.parquet")
+    for condition in CONDITIONS:
+        log = read_eval_log(str(out / log_name("example", condition)), resolve_attachments=True)
+        assert log.samples is not None and sorted(s.id for s in log.samples) == TASKS
+        for sample in log.samples:
+            row = runs.set_index(["condition", "task"]).loc[(condition, sample.id)]
+            assert sample.messages[0].role == "system" and sample.messages[1].role == "user"
+            uses = [c for m in sample.messages if m.role == "assistant" for c in m.tool_calls or []]
+            results = [m.tool_call_id for m in sample.messages if m.role == "tool"]
+            assert len(uses) == row.agent_tool_calls and results == [c.id for c in uses]
+            mine = calls[(calls["condition"] == condition) & (calls["task"] == sample.id)]
+            mine = mine.sort_values("seq")
+            events = [e for e in sample.events if e.event == "model"]
+            linked = [(e.metadata or {}).get("tool_use_id") for e in events]
+            assert linked == list(mine["tool_use_id"])
+            for event, images in zip(events, mine["image_count"], strict=True):
+                content = event.input[0].content
+                assert not isinstance(content, str)
+                shown = [c for c in content if isinstance(c, ContentImage)]
+                # An image the agent made in its workspace (its own screenshot) is gone unless
+                # kept under answer/; the export names it instead. The reference always shows.
+                gone = [c for c in content if c.type == "text" and "is not available" in c.text]
+                assert len(shown) + len(gone) == images and len(shown) >= 1
+                assert all(c.image.startswith("data:image/png;base64,") for c in shown)
+            agent = sample.model_usage[str(sample.output.model)]
+            assert (
+                agent.input_tokens == row.input_tokens and agent.output_tokens == row.output_tokens
+            )
+            assert sample.scores is not None and set(sample.scores) == {
+                c.removeprefix("metric_")
+                for c in runs
+                if c.startswith("metric_") and pd.notna(row[c])
+            }
 
 
 def test_snakemake_report_holds_the_tables_renders_and_run_pages(

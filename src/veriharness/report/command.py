@@ -13,7 +13,8 @@ Design notes:
   with the annotator named and a rule-based one marked as such.
 - When comparison.csv is there, each (baseline, treatment) pair gets a section: its table
   (difference, interval, p-values) and a plot of the differences.
-- The index lists every run with a link to its page; `report_page` writes one page per run folder.
+- The index lists per condition its runs' count and a page of them all (`runs-<n>.html`), and
+  every run that is not ok, each with a link to its page; `run_page` writes one page per run folder.
   Run pages are written by worker processes (--jobs), which with pages that decode no image keeps
   a report of 10,000 runs to about the time of reading them.
 """
@@ -424,7 +425,8 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png"),
         plot_capability_tags(runs, tags, out / "capability_tags.png"),
     ]
-    rows, pages = [], []
+    rows: dict[str, list[str]] = {}
+    attention, pages = [], []
     for r in runs.itertuples():
         rel = f"runs/{r.condition}/{r.task}/r{r.replicate}"
         run_dir = exp_dir / r.condition / r.task / f"r{r.replicate}"
@@ -438,11 +440,14 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
                 PageJob(run_dir, reference, out, rel, title, _run_facts(r, offline), offline)
             )
             link = f"<a href='{esc(rel)}/index.html'>page</a>"
-        rows.append(
+        row = (
             f"<tr><td>{esc(r.condition)}</td><td>{esc(r.task)}</td>"
             f"<td>{r.replicate}</td><td>{esc(r.status)}</td>"
             f"<td>{esc(str(r.reason or ''))}</td><td>{link}</td></tr>"
         )
+        rows.setdefault(str(r.condition), []).append(row)
+        if r.status != "ok":
+            attention.append(row)
     _write_pages(pages, jobs or os.cpu_count() or 1)
     images = "".join(
         f"<h2>{esc(p.stem)}</h2><p>{esc(p.with_suffix('.rst').read_text())}</p>"
@@ -457,12 +462,42 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(exp_dir.name)}</title>"
         f"<style>{CSS}</style>"
         f"</head><body><h1>{esc(exp_dir.name)}</h1>{_overview_html(exp_dir, runs)}"
-        f"<h2>Plots</h2>{images}{comparisons}<h2>Runs</h2>"
-        "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
-        f"<th></th></tr>{''.join(rows)}</table></body></html>",
+        f"<h2>Plots</h2>{images}{comparisons}{_runs_section(exp_dir.name, rows, attention, out)}"
+        "</body></html>",
         encoding="utf-8",
     )
     return index
+
+
+_RUNS_HEAD = (
+    "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
+    "<th></th></tr>"
+)
+
+
+def _runs_section(name: str, rows: dict[str, list[str]], attention: list[str], out: Path) -> str:
+    """The index's runs: per condition a count and a page listing all its runs (runs-<n>.html,
+    beside the index, so its links are the index's), then every run that is not ok. The index
+    does not list every run: at 20,000 runs one table of them made it take seconds to open."""
+    counts = []
+    for number, (condition, mine) in enumerate(rows.items(), start=1):
+        page = out / f"runs-{number}.html"
+        page.write_text(
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(name)}: "
+            f"{esc(condition)}</title><style>{CSS}</style></head><body><h1>{esc(name)}: "
+            f"{esc(condition)}, {len(mine)} runs</h1><p><a href='index.html'>index</a></p>"
+            f"{_RUNS_HEAD}{''.join(mine)}</table></body></html>",
+            encoding="utf-8",
+        )
+        counts.append(
+            f"<tr><td>{esc(condition)}</td><td>{len(mine)}</td>"
+            f"<td><a href='{page.name}'>every run</a></td></tr>"
+        )
+    return (
+        "<h2>Runs</h2><table><tr><th>condition</th><th>runs</th><th></th></tr>"
+        f"{''.join(counts)}</table><h2>Runs that are not ok: {len(attention)}</h2>"
+        f"{_RUNS_HEAD}{''.join(attention)}</table>"
+    )
 
 
 def missing_tables(exp_dir: Path) -> list[Path]:

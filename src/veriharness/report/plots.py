@@ -55,15 +55,12 @@ def plot_metrics_by_condition(runs: pd.DataFrame, path: Path) -> Path:
     for ax, metric in zip(axes, metrics, strict=False):
         values = runs[["condition", "task", metric]].dropna()
         per_task = values.groupby(["task", "condition"])[metric].mean().unstack()
-        for _, row in per_task.reindex(columns=conditions).iterrows():
-            ax.plot(
-                range(len(conditions)),
-                row.to_numpy(float, na_value=np.nan),
-                color="0.6",
-                lw=0.8,
-                marker="o",
-                ms=3,
-            )
+        grid = per_task.reindex(columns=conditions).to_numpy(float, na_value=np.nan)
+        # Every task's line in one artist, the tasks apart by a NaN: one artist per task cost
+        # about 5 ms each to draw, minutes for 1,000 tasks and eight metrics.
+        gaps = np.full((len(grid), 1), np.nan)
+        xs = np.tile(np.append(np.arange(len(conditions), dtype=float), np.nan), len(grid))
+        ax.plot(xs, np.hstack([grid, gaps]).ravel(), color="0.6", lw=0.8, marker="o", ms=3)
         means = values.groupby("condition")[metric].mean().reindex(conditions)
         ax.plot(
             range(len(conditions)),

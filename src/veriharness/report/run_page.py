@@ -48,6 +48,7 @@ from veriharness.runfolder.transcript import read_transcript
 __all__ = [
     "CSS",
     "PageJob",
+    "RunImages",
     "esc",
     "run_page",
 ]
@@ -96,12 +97,11 @@ def _copy_once(source: Path, dest: Path) -> None:
         shutil.copyfile(source, tmp)
 
 
-class _Images:
-    """The files a call could have seen, by sha256 (the task reference, kept answer files), and
-    their copies under <out>/images/."""
+class RunImages:
+    """The files a run's CallMLLM calls could have seen, by sha256: the task reference and the
+    files kept under answer/."""
 
-    def __init__(self, out: Path, reference: Path | None, answer_dir: Path) -> None:
-        self.out = out
+    def __init__(self, reference: Path | None, answer_dir: Path) -> None:
         self.reference = reference if reference and reference.is_file() else None
         self.answer_dir = answer_dir
         self._answer: dict[str, Path] | None = None
@@ -113,6 +113,14 @@ class _Images:
             files = self.answer_dir.rglob("*") if self.answer_dir.is_dir() else ()
             self._answer = {sha256_file(p): p for p in files if p.is_file()}
         return self._answer.get(digest)
+
+
+class _Images(RunImages):
+    """A run's images and their copies under <out>/images/."""
+
+    def __init__(self, out: Path, reference: Path | None, answer_dir: Path) -> None:
+        super().__init__(reference, answer_dir)
+        self.out = out
 
     def publish(self, source: Path, digest: str | None = None) -> str:
         """Path of the copy of `source`, relative to --out."""

@@ -1,6 +1,7 @@
-"""The report package's verbs, `report` and `status`: their arguments, and the calls to
-`command` and `status`. Each verb imports its module when it runs, so `status` (read on a login
-node while jobs run) loads neither pandas nor the plots."""
+"""The report package's verbs, `report`, `status` and `export`: their arguments, and the calls
+to `command`, `status` and `inspect_log`. Each verb imports its module when it runs, so `status`
+(read on a login node while jobs run) loads neither pandas nor the plots, and only `export`
+needs the optional `inspect_ai`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["add_report_arguments", "add_status_arguments", "run_report", "run_status"]
+__all__ = [
+    "add_export_arguments",
+    "add_report_arguments",
+    "add_status_arguments",
+    "run_export",
+    "run_report",
+    "run_status",
+]
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,3 +91,47 @@ def run_status(args: argparse.Namespace) -> int:
             time.sleep(args.watch)
         except KeyboardInterrupt:
             return 0
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    from veriharness.experiment.config import ExperimentConfig
+
+    tasks_dir = ExperimentConfig.model_fields["tasks_dir"].default
+    parser.add_argument("format", choices=["inspect"], help="inspect: Inspect AI eval logs")
+    parser.add_argument("experiment_dir", type=Path, help="results/<experiment>, collected")
+    parser.add_argument(
+        "--out", type=Path, help="folder of the logs (default: <experiment_dir>/inspect)"
+    )
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=Path(tasks_dir),
+        help="holds <task>/reference.png (default: the config's default tasks_dir)",
+    )
+
+
+def run_export(args: argparse.Namespace) -> int:
+    table = args.experiment_dir / "tables" / "runs.parquet"
+    if not table.is_file():  # said before inspect_ai's import, which takes seconds
+        print(f"export: {table} not found; run `veriharness collect` first", file=sys.stderr)
+        return 2
+    try:
+        from veriharness.report.inspect_log import ExportError, export_inspect
+    except ModuleNotFoundError as error:
+        if error.name is None or not error.name.startswith("inspect_ai"):
+            raise
+        print(
+            "export: inspect_ai is not installed; install the extra: "
+            "pip install 'veriharness[inspect]'",
+            file=sys.stderr,
+        )
+        return 2
+    out = args.out or args.experiment_dir / "inspect"
+    try:
+        logs = export_inspect(args.experiment_dir, out, args.tasks_dir)
+    except ExportError as error:
+        print(f"export: {error}", file=sys.stderr)
+        return 2
+    for log in logs:
+        print(f"export: {log}")
+    return 0
