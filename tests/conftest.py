@@ -27,6 +27,7 @@ LONGEST_FIRST = [
     "external/test_external.py",
     "render/test_hostile_answers.py",
     "report/test_report.py",
+    "report/test_inspect_export.py",
     "score/test_score.py",
     "agent/test_proxy.py",
     "render/test_render_pool.py",
