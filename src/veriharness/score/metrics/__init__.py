@@ -1,7 +1,8 @@
 """Fidelity metrics for a rendered answer against its reference.
 
 One concept per module: `pixels` (SSIM, mean absolute error), `text` (word precision/recall/F1),
-`blocks` (text-block metrics after Design2Code), `color` (CIEDE2000), `phash` (DCT perceptual
+`blocks` (text-block metrics after Design2Code), `interaction` (states before and after an
+interaction, after Interaction2Code), `color` (CIEDE2000), `phash` (DCT perceptual
 hash), `refs` (files an answer page refers to) and `inputs` (the render-stage files, read whole
 through `runfolder.render`).
 The formulas are written out in docs/metrics.md.
