@@ -29,7 +29,8 @@ rule render_answer:
     params:
         answer=f"{RUN}/answer",
         reference=f"{TASK_DIR}/reference.png",
+        task=TASK_DIR,
         out=f"{RUN}/render",
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"
-        " --out {params.out} --browser-pool slurm-job > {log} 2>&1"
+        " --task-dir {params.task} --out {params.out} --browser-pool slurm-job > {log} 2>&1"
