@@ -118,6 +118,11 @@ def test_rerendering_every_reference_reproduces_it_pixel_for_pixel(tmp_path: Pat
         kept = DomRecord.model_validate_json((TASKS / copy.name / "reference_dom.json").read_text())
         fresh = DomRecord.model_validate_json((copy / "reference_dom.json").read_text())
         assert fresh == kept
+        # An interactive or responsive task's replayed states and viewports too.
+        for shot in sorted((TASKS / copy.name).glob("*/*.png")):
+            relative = shot.relative_to(TASKS / copy.name)
+            count, largest, where = _pixel_difference(shot, copy / relative)
+            assert count == 0, f"{copy.name}/{relative}: {count} pixels differ in {where}"
     count, _, where = _pixel_difference(
         TASKS / "pricing-table" / "reference.png", altered / "reference.png"
     )
