@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from experiment.test_config import ROOT, make_project
+from support.cli import veriharness
 from support.interactions import replayed
 from veriharness.agent.plan import _task_images
 from veriharness.agent.workspace import create_workspace
@@ -115,3 +116,20 @@ def test_the_workspace_gets_the_state_images_but_not_their_dom(tmp_path: Path) -
     found = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*.*"))
     assert found == ["reference.png", *sorted(images)]
     assert _task_images(project / "tasks" / "beta") == {}
+
+
+def test_check_experiment_refuses_an_interaction_that_was_not_replayed(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    folder = root / "tasks" / "alpha"
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    spec["interactions"][0]["trigger"] = "#elsewhere"
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    done = veriharness(
+        "check-experiment", "--config", root / "config" / "config.yaml", "--project-root", root,
+        "--out", tmp_path / "experiment.json", "--allow-uncommitted", timeout=300,
+    )  # fmt: skip
+    assert done.returncode != 0 and not (tmp_path / "experiment.json").exists()
+    assert (
+        "task 'alpha' interaction 'open': click on '#elsewhere' (value None) was not replayed"
+        in done.stderr
+    )
