@@ -81,5 +81,6 @@ def test_a_static_task_has_no_interaction_metrics(tmp_path: Path) -> None:
     assert not (tmp_path / "render" / "states.json").exists()
     record = _score(task, answer, tmp_path / "render", tmp_path / "run")
     assert (record.interactions_stated, record.interactions, record.viewports) == (0, [], [])
-    assert record.metrics["implement_rate"] is None
+    # Not even a null column: a static experiment's comparison keeps its families.
+    assert "implement_rate" not in record.metrics and "ssim" in record.metrics
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["status"] == "ok"

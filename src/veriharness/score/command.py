@@ -105,6 +105,19 @@ def _metrics(
     )
 
 
+def _metric_names(task: TaskSpec | None) -> tuple[str, ...]:
+    """The metrics a run of `task` has: an interaction or viewport summary only where the task
+    states one, so a static experiment's metrics (and its comparison's families) stay as they
+    were (P-42)."""
+    applies = {"interactions_stated": bool(task and task.interactions),
+               "viewports_stated": bool(task and task.viewports)}  # fmt: skip
+    return tuple(
+        name
+        for name in METRIC_NAMES
+        if (when := FIDELITY_MEASURES[f"metric_{name}"].applies_when) is None or applies[when]
+    )
+
+
 def _task(task_dir: Path) -> TaskSpec | None:
     """The task's spec; None for a folder without task.yaml (a bare reference, scored as a
     static task)."""
@@ -209,7 +222,10 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
             reference_words=[],
         )
         metrics = _metrics(
-            status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details, task=task
+            status="no_render",
+            metrics=dict.fromkeys(_metric_names(task)),
+            details=details,
+            task=task,
         )
         _write(job.out_dir, audit, metrics)
         return audit, metrics
@@ -253,7 +269,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     values.update(run_metrics(interactions, viewports))
     metrics = _metrics(
         status="ok",
-        metrics={name: values[name] for name in METRIC_NAMES},
+        metrics={name: values[name] for name in _metric_names(task)},
         details=details,
         task=task,
         interactions=interactions,
