@@ -203,7 +203,7 @@ def test_tasks_resolve_and_load(tmp_path: Path) -> None:
     assert resolve_task_ids(config.model_copy(update={"tasks": ("beta",)}), root) == ("beta",)
     spec = load_task(root / "tasks", "alpha")
     assert (spec.viewport.width, spec.viewport.height) == (64, 48)
-    assert spec.model_extra == {"interaction": None}
+    assert spec.interaction is None and not spec.interactive
     with pytest.raises(ConfigError, match=r"\['gamma'\]"):
         resolve_task_ids(config.model_copy(update={"tasks": ("gamma",)}), root)
 

@@ -258,6 +258,9 @@ FROZEN_BLOCKS = {
     "b2-image-to-code-v0.1": (
         "sha256:501a3cb01c0e4121a2db9ebd4146fd0af54afc337602641455ccc6c84d9a2e95"
     ),
+    "b2-image-to-code-interactive-v0.1": (
+        "sha256:2ff15d2f3b8166d57862ba659f64be70841acda4c02ea85a26fe58bc6c80d878"
+    ),
     "b3-verification-v0.1": (
         "sha256:d3c9757a2bde81755f070a1df7c8fd5094d738bbd0a8aa1a3fca668c64eb7e74"
     ),

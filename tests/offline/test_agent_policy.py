@@ -323,3 +323,39 @@ def test_the_example_conditions_take_the_b3_path_only_with_b3() -> None:
     assert rendered.name == "Bash" and "--screenshot=" in rendered.input["command"]
     first = _tool(next_message(_body(prompts["b3-absent"], [])))
     assert first.input["inputs"][0]["path"] == "reference.png"
+
+
+INTERACTIVE_TASK = TASK + (
+    "- `open` (click): Clicking Open shows the panel. After-state: `states/open.png`; "
+    "marked copy: `states/open_marked.png`.\n"
+)
+STATE_LAYOUT = {**LAYOUT, "text_lines": [{**LAYOUT["text_lines"][0], "text": "Panel open"}]}
+STATE_TURN: Turn = (MLLM_TOOL, {}, json.dumps(STATE_LAYOUT), False)
+
+
+def test_an_interactive_task_asks_for_each_after_state_then_wires_its_trigger() -> None:
+    state = _tool(next_message(_body(INTERACTIVE_TASK, [LAYOUT_TURN])))
+    assert state.name == MLLM_TOOL
+    assert state.input["inputs"] == [
+        {"kind": "image", "label": "reference", "path": "states/open.png"}
+    ]
+    with_b3 = _tool(next_message(_body(INTERACTIVE_TASK + B3, [LAYOUT_TURN, STATE_TURN])))
+    page = with_b3.input["content"]
+    assert '<main data-interaction="open">' in page
+    assert '<main data-state="open" hidden>' in page and "Panel open" in page
+    assert "addEventListener('click'" in page
+    # Without B3, the planted weakness: the trigger is marked, but nothing acts on it.
+    without = _tool(next_message(_body(INTERACTIVE_TASK, [LAYOUT_TURN, STATE_TURN])))
+    dead = without.input["content"]
+    assert '<main data-interaction="open">' in dead and "<script>" not in dead
+    # After the write, the usual path: B3 renders the draft, no B3 ends the turn.
+    turns = [LAYOUT_TURN, STATE_TURN, WRITE_TURN]
+    assert _tool(next_message(_body(INTERACTIVE_TASK + B3, turns))).name == "Bash"
+    assert "answer.html" in _text(next_message(_body(INTERACTIVE_TASK, turns)))
+
+
+def test_a_static_task_page_is_unchanged_by_the_states_option() -> None:
+    from veriharness.offline.page import build_page
+
+    assert build_page(LAYOUT) == build_page(LAYOUT, states=[], live=False)
+    assert "data-interaction" not in build_page(LAYOUT)

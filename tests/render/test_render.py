@@ -324,12 +324,13 @@ def test_bad_arguments_are_setup_errors_that_name_the_problem(tmp_path: Path) ->
 def test_render_reference_refuses_a_page_that_reaches_outside(tmp_path: Path) -> None:
     task = tmp_path / "task"
     task.mkdir()
-    (task / "task.yaml").write_text("id: t\nviewport: {width: 120, height: 90}\n")
+    head = "id: task\ntitle: T\nkind: k\n"
+    (task / "task.yaml").write_text(head + "viewport: {width: 120, height: 90}\n")
     (task / "reference.html").write_text('<p>x</p><img src="../elsewhere.png">')
     result = _veriharness("render-reference", task)
     assert result.returncode == 2
     assert "elsewhere.png" in result.stderr and not (task / "reference.png").exists()
-    (task / "task.yaml").write_text("id: t\nviewport: {width: 0, height: 90}\n")
+    (task / "task.yaml").write_text(head + "viewport: {width: 0, height: 90}\n")
     result = _veriharness("render-reference", task)
     assert result.returncode == 2 and "viewport.width" in result.stderr
 

@@ -77,6 +77,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                     "answer_dir": job["answer_dir"],
                     "reference": str(Path(job["task_dir"]) / "reference.png"),
                     "out": job["render_dir"],
+                    "task_dir": job["task_dir"],
                 }
             )
             + "\n"

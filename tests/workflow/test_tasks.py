@@ -43,8 +43,9 @@ def test_the_tasks_cover_every_kind_a_tall_page_and_a_phone() -> None:
 def test_task_folder_is_complete_and_valid(task_id: str) -> None:
     folder = TASKS / task_id
     task = _task(task_id)
-    assert set(task) == {"id", "title", "kind", "description", "viewport", "interaction"}
-    assert task["id"] == task_id and task["interaction"] is None
+    fields = {"id", "title", "kind", "description", "viewport"}
+    assert fields <= set(task) <= fields | {"interaction", "interactions", "viewports"}
+    assert task["id"] == task_id and task.get("interaction") is None
     assert task["title"].strip() and task["description"].strip()
     width, height = task["viewport"]["width"], task["viewport"]["height"]
     assert isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0
@@ -117,6 +118,11 @@ def test_rerendering_every_reference_reproduces_it_pixel_for_pixel(tmp_path: Pat
         kept = DomRecord.model_validate_json((TASKS / copy.name / "reference_dom.json").read_text())
         fresh = DomRecord.model_validate_json((copy / "reference_dom.json").read_text())
         assert fresh == kept
+        # An interactive or responsive task's replayed states and viewports too.
+        for shot in sorted((TASKS / copy.name).glob("*/*.png")):
+            relative = shot.relative_to(TASKS / copy.name)
+            count, largest, where = _pixel_difference(shot, copy / relative)
+            assert count == 0, f"{copy.name}/{relative}: {count} pixels differ in {where}"
     count, _, where = _pixel_difference(
         TASKS / "pricing-table" / "reference.png", altered / "reference.png"
     )

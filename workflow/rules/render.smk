@@ -29,6 +29,7 @@ rule render_answer:
     params:
         answer=f"{RUN}/answer",
         reference=f"{TASK_DIR}/reference.png",
+        task=TASK_DIR,
         out=f"{RUN}/render",
         # Design2Code's block detection needs three more captures per page, which the shared
         # browser pool does not take (P-44).
@@ -39,4 +40,4 @@ rule render_answer:
         ),
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"
-        " --out {params.out} {params.design2code} > {log} 2>&1"
+        " --task-dir {params.task} --out {params.out} {params.design2code} > {log} 2>&1"

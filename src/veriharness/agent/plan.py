@@ -20,7 +20,8 @@ from veriharness._util.redaction import Redactor
 from veriharness.agent.charges import spend_settings
 from veriharness.agent.proxy import ANTHROPIC_URL, Upstream
 from veriharness.experiment.catalog import expand_env_refs, load_catalog
-from veriharness.experiment.config import ExperimentConfig, SessionLimits
+from veriharness.experiment.config import ExperimentConfig, SessionLimits, load_task
+from veriharness.experiment.interactions import workspace_files
 from veriharness.experiment.prices import TokenPrice
 from veriharness.spend.ledger import SpendSettings
 
@@ -52,6 +53,8 @@ class SessionPlan(BaseModel):
 
     run_dir: Path
     reference: Path
+    # An interactive or responsive task's state images: workspace-relative name -> file (P-41).
+    task_images: dict[str, Path] = Field(default_factory=dict)
     system_prompt: Path
     catalog: Path
     taxonomy: Path
@@ -103,6 +106,12 @@ class SessionPlan(BaseModel):
         return self
 
 
+def _task_images(task_dir: Path) -> dict[str, Path]:
+    task = load_task(task_dir.parent, task_dir.name)
+    names = workspace_files(task.interactions, task.viewports)
+    return {name: (task_dir / name).resolve() for name in names}
+
+
 def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> SessionPlan:
     project = project_root()
     agent, execution = config.agent, config.execution
@@ -113,6 +122,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
     return SessionPlan(
         run_dir=run_dir,
         reference=(task_dir / "reference.png").resolve(),
+        task_images=_task_images(task_dir),
         system_prompt=run_dir / "system_prompt.md",
         catalog=catalog,
         taxonomy=(project / config.taxonomy).resolve(),

@@ -312,7 +312,7 @@ def _run_attempt(
     waited = _wait_for_pace(pace, plan.label) if pace else None
     disk = plan.limits.disk_mib
     workspace = create_workspace(
-        plan.workspace_root, plan.project, plan.reference, plan.label, disk
+        plan.workspace_root, plan.project, plan.reference, plan.label, disk, plan.task_images
     )
     folder = _SessionFolder.create(disk)
     redact = Redactor(folder.tokens)

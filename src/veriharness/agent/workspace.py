@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from veriharness._util.containment import mount_tmpfs, unmount
@@ -57,16 +58,25 @@ def check_workspace_root(root: Path, project: Path) -> Path:
 
 
 def create_workspace(
-    root: Path | None, project: Path, reference: Path, label: str, disk_mib: int | None = None
+    root: Path | None,
+    project: Path,
+    reference: Path,
+    label: str,
+    disk_mib: int | None = None,
+    images: Mapping[str, Path] | None = None,
 ) -> Path:
-    """A fresh folder holding only the reference image, named after the run for debugging; a
-    tmpfs of `disk_mib` where the machine allows it."""
+    """A fresh folder holding only the reference image (and an interactive task's state
+    `images`, by workspace-relative name), named after the run for debugging; a tmpfs of
+    `disk_mib` where the machine allows it."""
     base = check_workspace_root(Path(root) if root else Path(tempfile.gettempdir()), project)
     base.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)
     workspace = Path(tempfile.mkdtemp(prefix=f"veriharness-{safe}-", dir=base))
     limited_folder(workspace, disk_mib)
     shutil.copyfile(reference, workspace / REFERENCE_NAME)
+    for name, source in (images or {}).items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, workspace / name)
     return workspace
 
 

@@ -35,6 +35,8 @@ __all__ = [
     "RequestFields",
     "AgentRequestRow",
     "CapabilityTagRow",
+    "InteractionFields",
+    "InteractionRow",
     "InferredFields",
     "InferredTagRow",
     "TagAgreementRow",
@@ -48,6 +50,7 @@ __all__ = [
     "AGENT_REQUESTS",
     "AGENT_REQUEST_SUMS",
     "CAPABILITY_TAGS",
+    "INTERACTIONS",
     "CAPABILITY_COMBINATIONS",
     "INFERRED_TAGS",
     "TAG_AGREEMENT",
@@ -391,6 +394,20 @@ class RunFields(TypedDict, total=False):
     scorer_version: Annotated[
         str | None, Col("metrics.json:scorer_version", "scorer that wrote metrics.json")
     ]
+    interactions_stated: Annotated[
+        int | None,
+        Col(
+            "metrics.json:interactions_stated",
+            "interactions the task states (0: static; the interaction metrics apply above 0)",
+        ),
+    ]
+    viewports_stated: Annotated[
+        int | None,
+        Col(
+            "metrics.json:viewports_stated",
+            "extra viewports the task states (the viewport metrics apply above 0)",
+        ),
+    ]
     run_record: Annotated[str, Col("derived:run_record", "path of run.json, relative to results/")]
 
 
@@ -612,6 +629,70 @@ class AgentRequestRow(RunKeys, RequestFields):
     """`agent_requests`: one row per request the model proxy received."""
 
 
+class InteractionFields(TypedDict, total=False):
+    """One interaction of an interactive task's run, as score judged it (P-41)."""
+
+    interaction: Annotated[str, Col("metrics.json:interactions.id", "the interaction's id")]
+    implemented: Annotated[
+        bool,
+        Col(
+            "metrics.json:interactions.implemented",
+            "one element carries data-interaction=<id> and acting on it changed the page",
+        ),
+    ]
+    trigger_matches: Annotated[
+        int | None,
+        Col(
+            "metrics.json:interactions.trigger_matches",
+            "elements carrying the trigger's attribute (null: the page did not get that far)",
+        ),
+    ]
+    state_ssim: Annotated[
+        float | None,
+        Col("metrics.json:interactions.state_ssim", "SSIM of the after-state vs the reference's"),
+    ]
+    state_text: Annotated[
+        float | None,
+        Col(
+            "metrics.json:interactions.state_text",
+            "character BLEU of the after-states' OCR text (Interaction2Code's text score)",
+        ),
+    ]
+    region_ssim: Annotated[
+        float | None,
+        Col(
+            "metrics.json:interactions.region_ssim",
+            "SSIM of the changed regions (null: not implemented)",
+        ),
+    ]
+    region_text: Annotated[
+        float | None,
+        Col("metrics.json:interactions.region_text", "character BLEU of the changed regions"),
+    ]
+    trigger_position: Annotated[
+        float | None,
+        Col("metrics.json:interactions.trigger_position", "1 - offset of the triggers' centres"),
+    ]
+    region_position: Annotated[
+        float | None,
+        Col(
+            "metrics.json:interactions.region_position",
+            "1 - offset of the changed regions' centres",
+        ),
+    ]
+    state_mae: Annotated[
+        float | None, Col("metrics.json:interactions.state_mae", "pixel MAE of the after-states")
+    ]
+    state_block_match: Annotated[
+        float | None,
+        Col("metrics.json:interactions.state_block_match", "block match of the after-states"),
+    ]
+
+
+class InteractionRow(RunKeys, InteractionFields):
+    """`interactions`: one row per interaction of a run of an interactive task."""
+
+
 class CapabilityTagFields(TypedDict, total=False):
     """One tag of one call, declared or inferred."""
 
@@ -767,6 +848,7 @@ AGENT_TOOL_CALLS = columns_of(AgentToolCallRow)
 MLLM_CALLS = columns_of(MllmCallRow)
 AGENT_REQUESTS = columns_of(AgentRequestRow)
 CAPABILITY_TAGS = columns_of(CapabilityTagRow)
+INTERACTIONS = columns_of(InteractionRow)
 INFERRED_TAGS = columns_of(InferredTagRow)
 TAG_AGREEMENT = columns_of(TagAgreementRow)
 CAPABILITY_COMBINATIONS = columns_of(CapabilityCombinationRow)
@@ -791,6 +873,7 @@ AGENT_REQUEST_SUMS = {
 
 TABLES: dict[str, tuple[Column, ...]] = {
     "runs": RUNS,
+    "interactions": INTERACTIONS,
     "agent_tool_calls": AGENT_TOOL_CALLS,
     "mllm_calls": MLLM_CALLS,
     "agent_requests": AGENT_REQUESTS,

@@ -175,6 +175,14 @@ def populations(
             continue
         values = pd.to_numeric(counted[measure], errors="coerce").astype(float)
         values = values.where(scored & (flag == ""), spec.floor)
+        if spec.applies_when is not None:
+            # A task that states no interaction has no Implement Rate, not the floor's.
+            stated = (
+                pd.to_numeric(counted[spec.applies_when], errors="coerce").fillna(0)
+                if spec.applies_when in counted
+                else pd.Series(0, index=counted.index)
+            )
+            values = values.where(stated > 0)
         counted[measure] = values
     per_protocol = counted.loc[scored]
     return Populations(counted, per_protocol, excluded.reset_index(drop=True))

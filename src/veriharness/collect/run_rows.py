@@ -29,6 +29,8 @@ from veriharness.collect.columns import (
     AgentToolCallRow,
     InferredFields,
     InferredTagRow,
+    InteractionFields,
+    InteractionRow,
     MllmCallRow,
     RequestFields,
     RunFields,
@@ -36,12 +38,12 @@ from veriharness.collect.columns import (
     RunRow,
 )
 from veriharness.collect.typed import typed_value
-from veriharness.runfolder._files import read_object, read_object_lines
+from veriharness.runfolder._files import read_object, read_object_lines, salvage
 from veriharness.runfolder.agent_requests import AGENT_REQUESTS as REQUESTS_FILE
 from veriharness.runfolder.attempts import ATTEMPTS, attempt_numbers, read_attempt
 from veriharness.runfolder.audit import AUDIT
 from veriharness.runfolder.inferred_tags import INFERRED_TAGS, read_inferred_tags
-from veriharness.runfolder.metrics import METRICS
+from veriharness.runfolder.metrics import METRICS, InteractionScore
 from veriharness.runfolder.outcome import NAME as OUTCOME_NAME
 from veriharness.runfolder.outcome import Status
 from veriharness.runfolder.render import RENDER_NAME
@@ -70,6 +72,7 @@ class RunExtract:
     mllm_calls: list[MllmCallRow] = field(default_factory=list)
     agent_requests: list[AgentRequestRow] = field(default_factory=list)
     inferred: list[InferredTagRow] = field(default_factory=list)
+    interactions: list[InteractionRow] = field(default_factory=list)
     # The runs row's family columns, named by the data (`columns.RUNS_FAMILIES`).
     families: dict[str, FamilyValue] = field(default_factory=dict)
 
@@ -346,6 +349,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     requests = None if external else _request_rows(run_dir, errors)
     if requests is not None:
         _set_columns(row, _request_sums(requests))
+    interactions = _interaction_rows(metrics.get("interactions"), errors)
     row["read_errors"] = "; ".join(errors)
     return RunExtract(
         row,
@@ -353,5 +357,35 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         [{**keys, **c} for c in calls or ()],
         [{**keys, **r} for r in requests or ()],
         [{**keys, **i} for i in inferred],
+        [{**keys, **i} for i in interactions],
         families,
     )
+
+
+def _interaction_rows(scores: Any, errors: list[str]) -> list[InteractionFields]:
+    """One row per interaction metrics.json scores (none for a static task)."""
+    if scores is None:
+        return []
+    if not isinstance(scores, list):
+        errors.append(f"metrics.json interactions: expected a list, got {type(scores).__name__}")
+        return []
+    rows: list[InteractionFields] = []
+    for number, item in enumerate(scores):
+        score = salvage(InteractionScore, item, f"metrics.json interactions.{number}", errors)
+        if score is None:
+            continue
+        row: InteractionFields = {
+            "interaction": score.id,
+            "implemented": score.implemented,
+            "trigger_matches": score.trigger_matches,
+            "state_ssim": score.state_ssim,
+            "state_text": score.state_text,
+            "region_ssim": score.region_ssim,
+            "region_text": score.region_text,
+            "trigger_position": score.trigger_position,
+            "region_position": score.region_position,
+            "state_mae": score.state_mae,
+            "state_block_match": score.state_block_match,
+        }
+        rows.append(row)
+    return rows

@@ -29,6 +29,7 @@ from veriharness.collect.columns import (
     CAPABILITY_COMBINATIONS,
     CAPABILITY_TAGS,
     INFERRED_TAGS,
+    INTERACTIONS,
     MLLM_CALLS,
     RUNS,
     TAG_AGREEMENT,
@@ -42,6 +43,7 @@ __all__ = [
     "runs_df",
     "agent_tool_calls_df",
     "mllm_calls_df",
+    "interactions_df",
     "agent_requests_df",
     "capability_tags_df",
     "capability_combinations_df",
@@ -64,6 +66,7 @@ class Tables(NamedTuple):
     tag_agreement: pd.DataFrame
     missing: list[RunKey]
     agent_requests: pd.DataFrame
+    interactions: pd.DataFrame
 
 
 # --- building the tables -------------------------------------------------------------------------
@@ -105,6 +108,10 @@ def runs_df(extraction: Extraction) -> pd.DataFrame:
 
 def agent_tool_calls_df(extraction: Extraction) -> pd.DataFrame:
     return _frame([t for ex in extraction.extracts for t in ex.tool_calls], AGENT_TOOL_CALLS)
+
+
+def interactions_df(extraction: Extraction) -> pd.DataFrame:
+    return _frame([i for ex in extraction.extracts for i in ex.interactions], INTERACTIONS)
 
 
 def mllm_calls_df(extraction: Extraction) -> pd.DataFrame:
@@ -181,6 +188,7 @@ def collect_tables(extraction: Extraction) -> Tables:
         tag_agreement_df(inferred),
         extraction.missing,
         agent_requests_df(extraction),
+        interactions_df(extraction),
     )
 
 
@@ -218,6 +226,7 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
     out = Path(exp_dir) / "tables"
     for name in (
         "runs",
+        "interactions",
         "agent_tool_calls",
         "mllm_calls",
         "agent_requests",

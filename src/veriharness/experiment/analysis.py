@@ -44,6 +44,9 @@ class Measure(NamedTuple):
 
     better: Literal["higher", "lower"]
     floor: float
+    # The runs column that must be above 0 for the measure to apply to a run (a task's count
+    # of interactions or viewports); None: every run.
+    applies_when: str | None = None
 
 
 # Every metric the scorer writes, as runs-table columns (score's METRIC_NAMES derive from it).
@@ -57,6 +60,15 @@ FIDELITY_MEASURES: dict[str, Measure] = {
     "metric_text_similarity": Measure("higher", 0.0),
     "metric_position": Measure("higher", 0.0),
     "metric_color": Measure("higher", 0.0),
+    # An interactive or responsive task's (P-41): null for a task that states none.
+    "metric_implement_rate": Measure("higher", 0.0, "interactions_stated"),
+    "metric_state_ssim": Measure("higher", 0.0, "interactions_stated"),
+    "metric_state_text": Measure("higher", 0.0, "interactions_stated"),
+    "metric_region_ssim": Measure("higher", 0.0, "interactions_stated"),
+    "metric_region_text": Measure("higher", 0.0, "interactions_stated"),
+    "metric_region_position": Measure("higher", 0.0, "interactions_stated"),
+    "metric_viewport_ssim": Measure("higher", 0.0, "viewports_stated"),
+    "metric_viewport_block_match": Measure("higher", 0.0, "viewports_stated"),
 }
 # What the agent did, with the direction a reader would call better where there is one.
 PROCESS_MEASURES: dict[str, Literal["higher", "lower", "unknown"]] = {

@@ -42,6 +42,12 @@ from pydantic import (
 )
 
 from veriharness.experiment.analysis import AnalysisSettings
+from veriharness.experiment.interactions import (
+    ACTIONS,
+    ExtraViewport,
+    Interaction,
+    check_reference_states,
+)
 from veriharness.experiment.json_schema import plain_schema
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
@@ -71,6 +77,7 @@ __all__ = [
     "config_from_mapping",
     "parse_json_overrides",
     "load_task",
+    "read_task_spec",
     "resolve_task_ids",
     "load_condition",
 ]
@@ -578,23 +585,80 @@ class Viewport(BaseModel):
 
 
 class TaskSpec(BaseModel):
-    """``tasks/<id>/task.yaml``; further optional fields are kept as they are."""
+    """``tasks/<id>/task.yaml``. ``interactions`` and ``viewports`` are the explicit requirements
+    of an interactive or responsive task (`experiment.interactions`, P-41); a task without them
+    is static. ``interaction`` is the field that preceded them: only its null is accepted (the
+    example tasks state it), since a free-text requirement there would reach nothing."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(pattern=_ID)
     title: str = Field(min_length=1)
     kind: str = Field(min_length=1)
     description: str = ""
     viewport: Viewport
+    interaction: None = None
+    interactions: tuple[Interaction, ...] = ()
+    viewports: tuple[ExtraViewport, ...] = ()
+
+    @property
+    def interactive(self) -> bool:
+        """Whether the task states an interaction or an extra viewport."""
+        return bool(self.interactions or self.viewports)
 
 
 _TASK_FILES = ("task.yaml", "reference.png")
 
 
+def _refuse_task_fields(task_id: str, where: Path, data: dict[str, Any]) -> None:
+    """Refusals that must name the interaction by its id rather than by its list index."""
+    if data.get("interaction") is not None:
+        raise ConfigError(
+            f"task {task_id!r} ({where}): 'interaction' (value {data['interaction']!r}) is not "
+            "read; state each requirement under 'interactions:' with id, requirement, action "
+            "and trigger"
+        )
+    raw = data.get("interactions") or []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict) and item.get("action") not in ACTIONS:
+            raise ConfigError(
+                f"task {task_id!r} interaction {item.get('id')!r}: unknown action "
+                f"{item.get('action')!r}; one of {list(ACTIONS)}"
+            )
+    for field, key in (("interactions", "id"), ("viewports", "name")):
+        items = data.get(field)
+        listed = items if isinstance(items, list) else []
+        names = [i.get(key) for i in listed if isinstance(i, dict)]
+        repeated = sorted({str(n) for n in names if names.count(n) > 1})
+        if repeated:
+            raise ConfigError(f"task {task_id!r}: {field} repeat the {key}(s) {repeated}")
+
+
+def read_task_spec(folder: Path, task_id: str) -> TaskSpec:
+    """A task folder's ``task.yaml`` alone, checked (what `render-reference` needs before the
+    files it writes exist)."""
+    path = folder / "task.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"task {task_id!r}: {path} cannot be read: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"task {task_id!r}: {path} must hold a mapping")
+    _refuse_task_fields(task_id, path, data)
+    try:
+        spec = TaskSpec(**data)
+    except ValidationError as error:
+        detail = _describe(error)
+        raise ConfigError(f"task {task_id!r} ({path}): {detail}") from None
+    if spec.id != task_id:
+        raise ConfigError(f"task folder {folder} declares id {spec.id!r}; it must be {task_id!r}")
+    return spec
+
+
 def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
     """A task folder's spec. `task.yaml` and `reference.png` are required; `reference.html` is
     optional (a screenshot-only task gets no block metrics), but when it is there its rendered
-    `reference_dom.json` must be too, or scoring would fail after the paid sessions."""
+    `reference_dom.json` must be too, or scoring would fail after the paid sessions. A task with
+    interactions or viewports must have them replayed on its reference (`states/states.json`)."""
     folder = Path(tasks_dir) / task_id
     missing = [name for name in _TASK_FILES if not (folder / name).is_file()]
     if missing:
@@ -604,16 +668,15 @@ def load_task(tasks_dir: Path, task_id: str) -> TaskSpec:
             f"task {task_id!r}: {folder} has reference.html but no reference_dom.json; write it "
             f"with `veriharness render-reference {folder}`"
         )
-    data = yaml.safe_load((folder / "task.yaml").read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ConfigError(f"task {task_id!r}: {folder / 'task.yaml'} must hold a mapping")
-    try:
-        spec = TaskSpec(**data)
-    except ValidationError as error:
-        detail = _describe(error)
-        raise ConfigError(f"task {task_id!r} ({folder / 'task.yaml'}): {detail}") from None
-    if spec.id != task_id:
-        raise ConfigError(f"task folder {folder} declares id {spec.id!r}; it must be {task_id!r}")
+    spec = read_task_spec(folder, task_id)
+    if spec.interactive and not (folder / "reference.html").is_file():
+        raise ConfigError(
+            f"task {task_id!r}: interactions and viewports are replayed on reference.html, "
+            f"which {folder} does not have"
+        )
+    problems = check_reference_states(folder, task_id, spec.interactions, spec.viewports)
+    if problems:
+        raise ConfigError("; ".join(problems))
     return spec
 
 

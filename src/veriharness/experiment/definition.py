@@ -26,6 +26,7 @@ from veriharness.experiment.config import (
     ConfigError,
     ExecutionRecord,
     ExperimentConfig,
+    TaskSpec,
     is_placeholder_model,
     load_condition,
     load_config,
@@ -34,6 +35,7 @@ from veriharness.experiment.config import (
     resolve_task_ids,
 )
 from veriharness.experiment.environment import PromptValues, environment_facts
+from veriharness.experiment.interactions import interactions_text, viewports_text
 from veriharness.experiment.prompts import (
     REFERENCE_IMAGE_PATH,
     AssembledPrompt,
@@ -74,6 +76,7 @@ __all__ = [
     "shared_identity",
     "prompt_values",
     "condition_identity",
+    "cell_modules",
     "cell_identity",
     "resolved_models",
     "build_experiment_record",
@@ -273,17 +276,41 @@ def shared_identity(defn: Definition) -> dict[str, Any]:
 
 def prompt_values(defn: Definition, task_id: str) -> PromptValues:
     """Every placeholder's value for one task's cells: the catalog's public text, the reference
-    image's name, and the environment facts (computed only if a module names one)."""
+    image's name, the task's interactions and extra viewports, and the environment facts
+    (computed only if a module names one)."""
     task_dir = defn.root / defn.config.tasks_dir / task_id
+    task = load_task(task_dir.parent, task_id)
     return PromptValues(
         {
             "MODEL_PROFILE_CATALOG": defn.catalog.public_text(),
             "REFERENCE_IMAGE_PATH": REFERENCE_IMAGE_PATH,
+            "INTERACTIONS": interactions_text(task.interactions),
+            "VIEWPORTS": viewports_text(task.viewports),
         },
         lambda: environment_facts(
             defn.config.agent, load_task(task_dir.parent, task_id), task_dir, defn.root
         ),
     )
+
+
+# The task module that an interactive or responsive task's cells use in place of a condition's
+# static one (P-41): every condition gets the same, so conditions still differ only by B3.
+INTERACTIVE_TASK_MODULES = {"b2-image-to-code-v0.1": "b2-image-to-code-interactive-v0.1"}
+
+
+def cell_modules(condition: ConditionSpec, task: TaskSpec) -> tuple[str, ...]:
+    """The prompt modules of one cell: the condition's, with its task module swapped for the
+    interactive one when the task states interactions or viewports."""
+    if not task.interactive:
+        return condition.modules
+    static = [m for m in condition.modules if m in INTERACTIVE_TASK_MODULES]
+    if not static:
+        raise ConfigError(
+            f"task {task.id!r} states interactions or viewports, but condition {condition.id!r} "
+            f"lists no task module with an interactive counterpart (modules "
+            f"{list(condition.modules)}; known: {sorted(INTERACTIVE_TASK_MODULES)})"
+        )
+    return tuple(INTERACTIVE_TASK_MODULES.get(m, m) for m in condition.modules)
 
 
 def condition_identity(defn: Definition, condition_id: str) -> dict[str, Any]:
@@ -301,10 +328,10 @@ def cell_identity(
         raise ConfigError(
             f"task {task_id!r} is not one of the experiment's tasks {list(defn.task_ids)}"
         )
-    load_task(defn.root / defn.config.tasks_dir, task_id)
+    task = load_task(defn.root / defn.config.tasks_dir, task_id)
     prompt = assemble(
         defn.root / defn.config.prompts_dir,
-        defn.conditions[condition_id].modules,
+        cell_modules(defn.conditions[condition_id], task),
         prompt_values(defn, task_id),
     )
     modules = [

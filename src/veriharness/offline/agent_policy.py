@@ -41,7 +41,7 @@ from typing import Any, Literal, NamedTuple
 
 from veriharness._util.hashing import sha256_json
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
-from veriharness.offline.page import LayoutError, apply_review, build_page
+from veriharness.offline.page import LayoutError, StateLayout, apply_review, build_page
 from veriharness.offline.sse import (
     AssistantMessage,
     ContentBlock,
@@ -188,6 +188,8 @@ def _commands_first(system: str) -> list[str]:
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
 _WORKDIR = re.compile(r"(?:Primary working directory|Working directory):\s*(/\S+)")
 _VERIFICATION = "<verification_policy>"
+# An interaction line of the interactive task module: id, action, after-state image.
+_INTERACTION = re.compile(r"^- `([\w-]+)` \((\w+)[^)]*\):.*?After-state: `([^`]+)`", re.MULTILINE)
 
 
 class PolicyInputError(ValueError):
@@ -396,20 +398,45 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
         raise PolicyInputError(f"the last tool call ({last.name}) has no tool_result")
     if last.is_error:
         return _end(body, f"Stopping: the {last.name} call failed: {last.result[:500]}")
+    interactions = _INTERACTION.findall(system)
+    if len(steps) <= len(interactions):
+        state_id, _, image = interactions[len(steps) - 1]
+        note = f"I will ask the multimodal model for the layout after `{state_id}` ({image})."
+        return _tool(body, note, MLLM_TOOL, _layout_call(image))
+    states = [
+        StateLayout(state_id, action, _layout_of(step))
+        for (state_id, action, _), step in zip(interactions, steps[1:], strict=False)
+    ]
+    steps = [steps[0], *steps[1 + len(interactions) :]]
     try:
-        return _after(body, steps, reference.group(1), workdir.group(1), verify)
+        return _after(body, steps, reference.group(1), workdir.group(1), verify, states)
     except LayoutError as error:
         return _end(body, f"Stopping: I cannot use the model's reply: {error}")
 
 
+def _layout_of(step: ToolStep) -> dict[str, Any]:
+    layout = _find_dict_with(step.result, "text_lines")
+    if layout is None:
+        raise LayoutError("the layout reply holds no text_lines field")
+    return layout
+
+
 def _after(
-    body: dict[str, Any], steps: list[ToolStep], reference: str, workdir: str, verify: bool
+    body: dict[str, Any],
+    steps: list[ToolStep],
+    reference: str,
+    workdir: str,
+    verify: bool,
+    states: list[StateLayout],
 ) -> AssistantMessage:
+    """The step after the layouts are in. An interactive task's first interaction is wired to
+    the whole page; without B3 the planted weakness: the trigger is marked but nothing acts
+    on it (so the demo's Implement Rate differs by condition)."""
     last = steps[-1]
     reviews = [s for s in steps[1:] if s.name == MLLM_TOOL]
     answer = f"{workdir}/{ANSWER_FILE}"
     if last.name == MLLM_TOOL and not reviews:
-        page = build_page(_current_layout(steps))
+        page = build_page(_current_layout(steps), states=states, live=verify)
         return _tool(
             body,
             "Writing the first version of the page.",
@@ -442,7 +469,7 @@ def _after(
                 body,
                 "Fixing what the comparison found.",
                 "Write",
-                {"file_path": answer, "content": build_page(fixed)},
+                {"file_path": answer, "content": build_page(fixed, states=states, live=verify)},
             )
         return _end(body, _summary(review, len(reviews)))
     return _end(body, f"Stopping: I did not expect a {last.name} call at this point.")

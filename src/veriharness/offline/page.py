@@ -31,6 +31,7 @@ __all__ = [
     "LayoutError",
     "Element",
     "layout_elements",
+    "StateLayout",
     "build_page",
     "apply_review",
     "apply_line_offsets",
@@ -245,13 +246,57 @@ def _node_html(node: _Node, top: int, left: int, depth: int) -> list[str]:
     return [f'{pad}<p style="{style}">{html.escape(element.text)}</p>']
 
 
-def build_page(layout: dict[str, Any], title: str = "Reproduction") -> str:
-    """The whole `answer.html` for a layout reply."""
+class StateLayout(NamedTuple):
+    """An interaction's after-state as the model described it, for `build_page`."""
+
+    id: str
+    action: str
+    layout: dict[str, Any]
+
+
+# The DOM event each action the offline agent can implement is taken as.
+_EVENTS = {"click": "click", "hover": "mouseenter"}
+
+
+def _states_html(states: list[StateLayout], live: bool) -> tuple[list[str], str]:
+    """The hidden after-state mains, and the base main's attributes. The first state's trigger
+    is the whole base page (the agent knows no finer trigger); `live` False plants a dead one:
+    the attribute without the script that acts on it."""
+    if not states:
+        return [], ""
+    first = states[0]
+    parts = []
+    for state in states:
+        body = _flow(_nest(layout_elements(state.layout)), 0, 0, 1)
+        parts += [f'<main data-state="{html.escape(state.id)}" hidden>', *body, "</main>"]
+    event = _EVENTS.get(first.action)
+    if live and event is not None:
+        parts += [
+            "<script>",
+            f"  const trigger = document.querySelector('[data-interaction=\"{first.id}\"]');",
+            f"  trigger.addEventListener('{event}', () => {{",
+            "    trigger.hidden = true;",
+            f"    document.querySelector('[data-state=\"{first.id}\"]').hidden = false;",
+            "  });",
+            "</script>",
+        ]
+    return parts, f' data-interaction="{html.escape(first.id)}"'
+
+
+def build_page(
+    layout: dict[str, Any],
+    title: str = "Reproduction",
+    states: list[StateLayout] | None = None,
+    live: bool = True,
+) -> str:
+    """The whole `answer.html` for a layout reply (and, for an interactive task, the layouts
+    of its after-states)."""
     width = layout.get("width")
     if not isinstance(width, int) or width <= 0:
         raise LayoutError(f"width must be a positive integer, got {width!r}")
     background = _colour(layout.get("background"), "background")
     body = _flow(_nest(layout_elements(layout)), 0, 0, 1)
+    extra, trigger = _states_html(states or [], live)
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -269,9 +314,10 @@ def build_page(layout: dict[str, Any], title: str = "Reproduction") -> str:
             "  </style>",
             "</head>",
             "<body>",
-            "<main>",
+            f"<main{trigger}>",
             *body,
             "</main>",
+            *extra,
             "</body>",
             "</html>",
             "",

@@ -45,10 +45,11 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
-    from playwright._impl._api_structures import Clip
-    from playwright.sync_api import BrowserContext, Page
+    from playwright._impl._api_structures import Clip, FloatRect
+    from playwright.sync_api import CDPSession, Locator, Page
 
 from veriharness._util import programs as tools
+from veriharness.experiment.interactions import Action, Box
 from veriharness.render.dom import DOM_SCRIPT, inside, tidy_src
 from veriharness.render.guard import MemoryGuard
 from veriharness.runfolder.render import (
@@ -70,6 +71,8 @@ __all__ = [
     "DOM_MAX_ENTRIES",
     "RENDERER_MEMORY_MB",
     "RenderSetupError",
+    "Act",
+    "ActResult",
     "Capture",
     "Renderer",
     "add_browser_arguments",
@@ -126,12 +129,38 @@ FREEZE_CSS = (
 )
 
 
+# Taken into a replayed page before its action: the focus ring Chromium draws on a clicked
+# button would otherwise count as a change the page made (a dead button would look alive).
+NO_FOCUS_RING_CSS = ":focus,:focus-visible{outline:none!important}"
+
+
 class RenderSetupError(RuntimeError):
     """The stage cannot run at all: no Chromium, or arguments it cannot use."""
 
 
+class Act(BaseModel):
+    """An action to take on the loaded page before it is captured (an interaction's replay)."""
+
+    selector: str
+    action: Action
+    value: str | None = None
+
+
+class ActResult(BaseModel):
+    """What happened when the action was taken. `trigger_matches` is None when the page never
+    got as far as looking (it did not load, or the selector is not valid CSS: `error` says).
+    `before_png` is the viewport just before the action."""
+
+    trigger_matches: int | None
+    trigger_box: Box | None = None
+    acted: bool = False
+    error: str | None = None
+    before_png: bytes | None = None
+
+
 class Capture(BaseModel):
-    """What one page load produced, before anything is written to disk."""
+    """What one page load produced, before anything is written to disk. With an action, the
+    captures and the DOM are of the page after it."""
 
     status: Status
     failed_step: FailedStep | None = None
@@ -147,6 +176,7 @@ class Capture(BaseModel):
     blocked_navigations: list[str] = []
     dialogs_dismissed: int = 0
     popups_closed: int = 0
+    act: ActResult | None = None
 
 
 def _ms(start: float) -> float:
@@ -233,17 +263,22 @@ class Renderer:
             return False
         return True
 
-    def capture(self, html: Path, root: Path, viewport: Size) -> Capture:
-        """Load `html` with only files under `root` reachable, and capture it."""
+    def capture(self, html: Path, root: Path, viewport: Size, act: Act | None = None) -> Capture:
+        """Load `html` with only files under `root` reachable, take `act` if given (the page's
+        scripts still running), and capture it."""
         if not self._alive():
             self._launch()  # the last page took the browser down with it
-        return _PageCapture(self, html, root, viewport).run()
+        return _PageCapture(self, html, root, viewport, act).run()
 
 
 class _PageCapture:
     """One page: load it within the limits, capture it, and note what happened on the way."""
 
-    def __init__(self, renderer: Renderer, html: Path, root: Path, viewport: Size):
+    def __init__(
+        self, renderer: Renderer, html: Path, root: Path, viewport: Size, act: Act | None = None
+    ):
+        self.act = act
+        self.act_result: ActResult | None = None
         self.renderer = renderer
         self.limits = renderer.limits
         self.url = html.resolve().as_uri()
@@ -326,7 +361,11 @@ class _PageCapture:
             page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: self.errors.append(str(e)))
             page.on("dialog", self._dialog)
-            loaded = self._load(context, page)
+            cdp = context.new_cdp_session(page)
+            loaded = self._load(cdp, page)
+            if self.act is not None:
+                self.act_result = self._act(cdp, page, self.act, loaded)
+            self._freeze(cdp, page, loaded)
             load_ms, start = _ms(start), time.perf_counter()
             step = "capture"
             self.shot = page.screenshot(
@@ -384,15 +423,15 @@ class _PageCapture:
             blocked_navigations=self.navigations,
             dialogs_dismissed=self.dialogs,
             popups_closed=self.popups,
+            act=self.act_result,
         )
 
-    def _load(self, context: BrowserContext, page: Page) -> bool:
-        """Load the page within the limit, then switch its scripts off. False when the limit
-        ran out first (the scripts are stopped where they were)."""
+    def _load(self, cdp: CDPSession, page: Page) -> bool:
+        """Load the page within the limit. False when the limit ran out first (the scripts are
+        stopped where they were)."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         timeout = self.renderer.load_timeout_ms
-        cdp = context.new_cdp_session(page)
         page.goto(self.url, wait_until="commit", timeout=timeout)
         try:
             page.wait_for_load_state("load", timeout=timeout)
@@ -403,13 +442,50 @@ class _PageCapture:
             self.capped.append("load_time")
             cdp.send("Runtime.terminateExecution")
             loaded = False
+        return loaded
+
+    def _act(self, cdp: CDPSession, page: Page, act: Act, loaded: bool) -> ActResult:
+        """Take the action on the one element `act.selector` matches, with the page's scripts
+        running, and wait two frames for what it changes to be painted. An action that fails
+        or does not end within the load limit has its scripts stopped and is recorded."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        if not loaded:
+            return ActResult(trigger_matches=None, error="the page did not load; no action taken")
+        timeout = self.renderer.load_timeout_ms
+        page.add_style_tag(content=NO_FOCUS_RING_CSS)
+        before = page.screenshot(animations="disabled", caret="hide", timeout=timeout)
+        locator = page.locator(act.selector)
+        try:
+            matches = locator.count()
+        except PlaywrightError as exc:
+            return ActResult(trigger_matches=None, error=_first_line(exc), before_png=before)
+        if matches != 1:
+            return ActResult(trigger_matches=matches, before_png=before)
+        try:
+            found = locator.bounding_box(timeout=timeout)
+            box = None if found is None else _box(found)
+            _perform(locator, act, timeout)
+            if act.action != "hover":
+                # Off the page: the clicked element's hover style is not the action's effect.
+                page.mouse.move(-10, -10)
+            # Back to the top, so the after-state is captured where the before-state was.
+            page.evaluate("window.scrollTo(0, 0)")
+            page.wait_for_function(_TWO_FRAMES, timeout=timeout)
+        except PlaywrightError as exc:
+            cdp.send("Runtime.terminateExecution")
+            _quietly(lambda: page.evaluate("0"))
+            return ActResult(trigger_matches=1, error=_first_line(exc), before_png=before)
+        return ActResult(trigger_matches=1, trigger_box=box, acted=True, before_png=before)
+
+    def _freeze(self, cdp: CDPSession, page: Page, loaded: bool) -> None:
+        """Switch the page's scripts off, so the capture and the DOM walk see one settled page."""
         cdp.send("Emulation.setScriptExecutionDisabled", {"value": True})
         if not loaded:
             # A termination still pending would end the next evaluation: let this one take it.
             _quietly(lambda: page.evaluate("0"))
             # add_style_tag would wait for a load event that no longer comes.
             page.evaluate(_ADD_STYLE, FREEZE_CSS)
-        return loaded
 
     def _note_dom_caps(self, capped: dict[str, bool]) -> None:
         names: dict[str, Capped] = {
@@ -458,3 +534,36 @@ def add_browser_arguments(parser: argparse.ArgumentParser) -> None:
         help="page-load time limit (default %(default)s)",
     )
     parser.add_argument("--chromium", default=None, help="Chromium binary (default: Debian's)")
+
+
+# Resolves after two animation frames: what an action changed has then been painted.
+_TWO_FRAMES = (
+    "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(1))))"
+)
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _box(found: FloatRect) -> Box:
+    return Box(
+        x=round(found["x"]),
+        y=round(found["y"]),
+        width=round(found["width"]),
+        height=round(found["height"]),
+    )
+
+
+def _perform(locator: Locator, act: Act, timeout: float) -> None:
+    value = act.value or ""
+    if act.action == "click":
+        locator.click(timeout=timeout)
+    elif act.action == "hover":
+        locator.hover(timeout=timeout)
+    elif act.action == "type":
+        locator.press_sequentially(value, timeout=timeout)
+    elif act.action == "select":
+        locator.select_option(value, timeout=timeout)
+    else:
+        locator.press(value, timeout=timeout)

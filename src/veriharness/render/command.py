@@ -21,16 +21,18 @@ import json
 from pathlib import Path
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from veriharness._util import atomic
-from veriharness._util.batch_files import BatchFileError, describe_validation, read_batch_file
+from veriharness._util.batch_files import BatchFileError, read_batch_file
 from veriharness._util.hashing import sha256_file
+from veriharness.experiment.config import ConfigError, TaskSpec, read_task_spec
 from veriharness.render.browser import (
     Capture,
     Renderer,
     RenderSetupError,
 )
+from veriharness.render.states import render_answer_states, render_reference_states
 from veriharness.runfolder.render import (
     DomRecord,
     FailedStep,
@@ -49,6 +51,7 @@ __all__ = [
     "render_reference",
     "read_batch",
     "reference_size",
+    "task_spec",
     "task_viewport",
 ]
 
@@ -60,6 +63,7 @@ class BatchItem(BaseModel):
     answer_dir: Path
     reference: Path
     out: Path
+    task_dir: Path | None = None
 
 
 def _white_png(viewport: Size) -> bytes:
@@ -104,8 +108,16 @@ def _failed(viewport: Size, step: FailedStep, error: str) -> Capture:
     )
 
 
-def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Path) -> RenderRecord:
+def render_answer(
+    renderer: Renderer,
+    answer_dir: Path,
+    reference: Path,
+    out: Path,
+    task: TaskSpec | None = None,
+) -> RenderRecord:
     """Render `answer_dir/answer.html` at the size of `reference`; write the outputs into `out`.
+    With the `task` of an interactive or responsive task, also replay its interactions and render
+    its extra viewports (`states.py`).
 
     Whatever the answer does, the outputs are written: a failure inside the capture that the
     browser layer did not foresee is recorded as failed step `internal`."""
@@ -120,7 +132,13 @@ def render_answer(renderer: Renderer, answer_dir: Path, reference: Path, out: Pa
             capture = Capture(status=state, dom=empty, timings=Timings(load_ms=0, capture_ms=0))
     except Exception as exc:  # noqa: BLE001 - recorded in render.json; the batch goes on
         capture = _failed(viewport, "internal", f"{type(exc).__name__}: {exc}")
-    return _write_render(capture, answer, viewport, renderer.limits, out)
+    record = _write_render(capture, answer, viewport, renderer.limits, out)
+    if task is not None and task.interactive:
+        loadable = renderer if _answer_state(answer) is None else None
+        render_answer_states(
+            loadable, answer, answer_dir, task.interactions, task.viewports, viewport, out
+        )
+    return record
 
 
 def _write_render(
@@ -159,22 +177,18 @@ def _write_render(
     return record
 
 
-class _TaskView(BaseModel):
-    viewport: Size
+def task_spec(task_dir: Path) -> TaskSpec:
+    """The task's `task.yaml`, checked as `check-experiment` checks it (its id must be the
+    folder's name)."""
+    try:
+        return read_task_spec(task_dir, task_dir.resolve().name)
+    except ConfigError as exc:
+        raise RenderSetupError(str(exc)) from exc
 
 
 def task_viewport(task_dir: Path) -> Size:
-    import yaml
-
-    path = task_dir / "task.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise RenderSetupError(f"{path} cannot be read: {exc}") from exc
-    try:
-        return _TaskView.model_validate(raw, strict=True).viewport
-    except ValidationError as exc:
-        raise RenderSetupError(f"{path}: bad viewport: {describe_validation(exc)}") from exc
+    viewport = task_spec(task_dir).viewport
+    return Size(width=viewport.width, height=viewport.height)
 
 
 class UncleanReference(RenderSetupError):
@@ -189,12 +203,15 @@ class UncleanReference(RenderSetupError):
 
 
 def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
-    """Render tasks/<id>/reference.html; write reference.png and reference_dom.json next to it.
+    """Render tasks/<id>/reference.html; write reference.png and reference_dom.json next to it,
+    and replay the task's interactions and extra viewports (`states.py`).
 
     A reference that blocks requests, throws, or fails to load is refused (`UncleanReference`):
-    it would be a broken yardstick for every run scored against it.
+    it would be a broken yardstick for every run scored against it. So is an interaction that
+    cannot be replayed on it.
     """
-    viewport = task_viewport(task_dir)
+    spec = task_spec(task_dir)
+    viewport = Size(width=spec.viewport.width, height=spec.viewport.height)
     html = task_dir / "reference.html"
     if not html.is_file():
         raise RenderSetupError(f"{html} does not exist")
@@ -207,6 +224,9 @@ def render_reference(renderer: Renderer, task_dir: Path) -> DomRecord:
     blocked = [b.url for b in capture.blocked_requests]
     if blocked or problems or capture.viewport_png is None:
         raise UncleanReference(html, blocked, problems)
+    render_reference_states(
+        renderer, task_dir, spec.id, spec.interactions, spec.viewports, viewport
+    )
     (task_dir / "reference.png").write_bytes(capture.viewport_png)
     _write_json(task_dir / "reference_dom.json", capture.dom)
     return capture.dom

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, Renderer, RenderSetupError
-from veriharness.render.command import BatchItem, reference_size, render_answer
+from veriharness.render.command import BatchItem, reference_size, render_answer, task_spec
 from veriharness.render.pool import IDLE_SECONDS
 
 __all__ = ["serve", "main"]
@@ -27,7 +27,8 @@ def _answer(renderer: Renderer, line: bytes) -> dict[str, str]:
     try:
         item = BatchItem.model_validate_json(line)
         reference_size(item.reference)
-        record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+        task = None if item.task_dir is None else task_spec(item.task_dir)
+        record = render_answer(renderer, item.answer_dir, item.reference, item.out, task)
     except ValidationError as exc:
         return {"setup_error": f"bad pool request {line[:200]!r}: {exc}"}
     except RenderSetupError as exc:

@@ -22,7 +22,14 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answer-dir", type=Path, help="folder holding answer.html")
     parser.add_argument("--reference", type=Path, help="reference.png (sets the viewport)")
     parser.add_argument("--out", type=Path, help="folder for render.png, dom.json, render.json")
-    parser.add_argument("--batch", type=Path, help="JSONL file: answer_dir, reference, out")
+    parser.add_argument(
+        "--task-dir",
+        type=Path,
+        help="the task's folder: replay its interactions and render its extra viewports too",
+    )
+    parser.add_argument(
+        "--batch", type=Path, help="JSONL file: answer_dir, reference, out (and task_dir)"
+    )
     parser.add_argument(
         "--browser-pool",
         default="none",
@@ -47,24 +54,40 @@ def _fail(message: str) -> int:
 def run_render(args: argparse.Namespace) -> int:
     from veriharness._util import atomic
     from veriharness.render.browser import Renderer, RenderSetupError
-    from veriharness.render.command import BatchItem, read_batch, reference_size, render_answer
+    from veriharness.render.command import (
+        BatchItem,
+        read_batch,
+        reference_size,
+        render_answer,
+        task_spec,
+    )
     from veriharness.render.d2ccapture import render_recoloured
     from veriharness.render.pool import pool_for, render_in_pool
 
     single = [args.answer_dir, args.reference, args.out]
     try:
         if args.batch is not None:
-            if any(v is not None for v in single):
+            if any(v is not None for v in [*single, args.task_dir]):
                 raise RenderSetupError(
-                    "--batch cannot be combined with --answer-dir/--reference/--out"
+                    "--batch cannot be combined with --answer-dir/--reference/--out/--task-dir"
                 )
             items = read_batch(args.batch)
         elif None in single:
             raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
         else:
-            items = [BatchItem(answer_dir=args.answer_dir, reference=args.reference, out=args.out)]
+            items = [
+                BatchItem(
+                    answer_dir=args.answer_dir,
+                    reference=args.reference,
+                    out=args.out,
+                    task_dir=args.task_dir,
+                )
+            ]
+        tasks = {}
         for item in items:
             reference_size(item.reference)
+            if item.task_dir is not None:
+                tasks[item.task_dir] = task_spec(item.task_dir)
         for item in items if args.design2code_blocks else []:
             if not (item.reference.parent / "reference.html").is_file():
                 raise RenderSetupError(
@@ -78,13 +101,14 @@ def run_render(args: argparse.Namespace) -> int:
             )
         if pool is not None:
             for item in items:
-                request = {k: str(v) for k, v in item.model_dump().items()}
+                request = {k: str(v) for k, v in item.model_dump().items() if v is not None}
                 status = render_in_pool(pool, request, args.load_timeout, args.chromium)
                 print(f"{status:<15} {item.out}")
             return 0
         with Renderer(args.load_timeout, args.chromium) as renderer:
             for item in items:
-                record = render_answer(renderer, item.answer_dir, item.reference, item.out)
+                task = None if item.task_dir is None else tasks[item.task_dir]
+                record = render_answer(renderer, item.answer_dir, item.reference, item.out, task)
                 step = f" ({record.failed_step})" if record.failed_step else ""
                 print(f"{record.status:<15} {item.out}{step}")
                 if args.design2code_blocks and record.status == "ok":

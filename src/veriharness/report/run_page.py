@@ -43,6 +43,7 @@ from veriharness.collect.call_links import (
 from veriharness.runfolder._files import read_object
 from veriharness.runfolder.mllm_trace import read_trace_objects
 from veriharness.runfolder.outcome import NAME as OUTCOME
+from veriharness.runfolder.states import STATES, read_states
 from veriharness.runfolder.transcript import read_transcript
 
 __all__ = [
@@ -296,6 +297,51 @@ def _figure(label: str, src: str | None) -> str:
     return f"<figure><figcaption>{label}</figcaption><img loading='lazy' src='{esc(src)}'></figure>"
 
 
+def _copied(source: Path, page_dir: Path, name: str) -> str | None:
+    if not source.is_file():
+        return None
+    (page_dir / name).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, page_dir / name)
+    return name
+
+
+def _state_pairs(job: PageJob, page_dir: Path, errors: list[str]) -> list[str]:
+    """An interactive or responsive task's states: the reference's after each interaction
+    (marked: trigger blue, changed region red) beside the answer's, then each extra viewport."""
+    if job.reference is None or not STATES.exists(job.run_dir):
+        return []
+    states = read_states(job.run_dir, errors)
+    if states is None:
+        return []
+    task = job.reference.parent
+    out = ["<h2>Interactions and viewports</h2>"]
+    for state in states.interactions:
+        reference = _copied(task / f"states/{state.id}_marked.png", page_dir, f"ref-{state.id}.png")
+        answer = _copied(job.run_dir / "render" / f"states/{state.id}.png", page_dir,
+                         f"answer-{state.id}.png")  # fmt: skip
+        found = f"{state.trigger_matches} trigger(s), acted: {state.acted}"
+        out += [
+            f"<p>interaction <b>{esc(state.id)}</b>: {esc(found)}, "
+            f"{state.changed_pixels} pixels changed{'; ' + esc(state.error) if state.error else ''}"
+            "</p><div class='pair'>",
+            _figure(f"reference after {state.id}", reference),
+            _figure(f"answer after {state.id}", answer),
+            "</div>",
+        ]
+    for view in states.viewports:
+        reference = _copied(task / f"viewports/{view.name}.png", page_dir, f"ref-{view.name}.png")
+        answer = _copied(job.run_dir / "render" / f"viewports/{view.name}.png", page_dir,
+                         f"answer-{view.name}.png")  # fmt: skip
+        out += [
+            f"<p>viewport <b>{esc(view.name)}</b> ({view.width}x{view.height}): "
+            f"{esc(view.status)}</p><div class='pair'>",
+            _figure(f"reference at {view.name}", reference),
+            _figure(f"answer at {view.name}", answer),
+            "</div>",
+        ]
+    return out
+
+
 class PageJob(NamedTuple):
     """One run page to write: where the run is, its task's reference, where the page goes."""
 
@@ -340,6 +386,7 @@ def run_page(job: PageJob) -> Path:
     answer = job.run_dir / "answer" / "answer.html"
     source = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
     facts = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in job.facts)
+    state_pairs = _state_pairs(job, page_dir, errors)
     body = [
         f"<h1>{esc(job.title)}</h1>",
         (
@@ -354,7 +401,9 @@ def run_page(job: PageJob) -> Path:
         "<h2>Reference and render</h2><div class='pair'>",
         _figure("reference", reference),
         _figure("render", "render.png" if render.is_file() else None),
-        "</div><h2>Steps</h2>",
+        "</div>",
+        *state_pairs,
+        "<h2>Steps</h2>",
         *steps,
         "<h2>Answer</h2>",
         f"<pre>{esc(_cut(source, 20000))}</pre>"

@@ -13,9 +13,52 @@ from pydantic import BaseModel
 
 from veriharness.runfolder._files import JsonFile
 
-__all__ = ["METRICS", "NAME", "MetricsRecord", "read_metrics"]
+__all__ = [
+    "METRICS",
+    "NAME",
+    "InteractionScore",
+    "MetricsRecord",
+    "ViewportScore",
+    "read_metrics",
+]
 
 NAME = "metrics.json"
+
+
+class InteractionScore(BaseModel):
+    """One interaction of an interactive task (P-41): whether the answer implements it (its
+    trigger exists and acting on it changed the page) and its after-state against the
+    reference's, in Interaction2Code's state and region metrics and the existing suite's."""
+
+    id: str
+    implemented: bool
+    trigger_matches: int | None
+    state_ssim: float | None = None
+    state_text: float | None = None
+    region_ssim: float | None = None
+    region_text: float | None = None
+    trigger_position: float | None = None
+    region_position: float | None = None
+    state_mae: float | None = None
+    state_block_match: float | None = None
+    state_text_similarity: float | None = None
+    state_position: float | None = None
+    state_color: float | None = None
+
+
+class ViewportScore(BaseModel):
+    """One extra viewport of a responsive task: the answer's render there against the
+    reference's."""
+
+    name: str
+    width: int
+    height: int
+    ssim: float | None = None
+    mae: float | None = None
+    block_match: float | None = None
+    text_similarity: float | None = None
+    position: float | None = None
+    color: float | None = None
 
 
 class MetricsRecord(BaseModel):
@@ -25,6 +68,12 @@ class MetricsRecord(BaseModel):
     metrics: dict[str, float | None]
     details: dict[str, Any]
     versions: dict[str, str | None]
+    # How many interactions and extra viewports the task states: the run-level interaction
+    # and viewport metrics apply (and take their floor) only where these are above 0.
+    interactions_stated: int = 0
+    viewports_stated: int = 0
+    interactions: list[InteractionScore] = []
+    viewports: list[ViewportScore] = []
 
 
 METRICS = JsonFile(NAME, MetricsRecord)

@@ -36,11 +36,13 @@ from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
 from veriharness._util.programs import MissingTool
 from veriharness.experiment.analysis import FIDELITY_MEASURES
+from veriharness.experiment.config import ConfigError, TaskSpec, read_task_spec
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
-from veriharness.runfolder.metrics import METRICS, MetricsRecord
+from veriharness.runfolder.metrics import METRICS, InteractionScore, MetricsRecord, ViewportScore
 from veriharness.runfolder.render import DESIGN2CODE_DIR, DomRecord
 from veriharness.score import SCORER_VERSION
 from veriharness.score.audit import FLAGS, audit_run, in_viewport
+from veriharness.score.interactions import run_metrics, score_interactions, score_viewports
 from veriharness.score.metrics.blocks import (
     CONTEXT_BONUS,
     CONTEXT_WINDOW,
@@ -89,6 +91,9 @@ def _metrics(
     status: Literal["ok", "no_render", "score_failed"],
     metrics: dict[str, float | None],
     details: dict[str, Any],
+    task: TaskSpec | None = None,
+    interactions: list[InteractionScore] | None = None,
+    viewports: list[ViewportScore] | None = None,
 ) -> MetricsRecord:
     """The record of this scorer (its version and the versions of what it used)."""
     return MetricsRecord(
@@ -97,7 +102,35 @@ def _metrics(
         metrics=metrics,
         details=details,
         versions=scorer_versions(),
+        interactions_stated=0 if task is None else len(task.interactions),
+        viewports_stated=0 if task is None else len(task.viewports),
+        interactions=interactions or [],
+        viewports=viewports or [],
     )
+
+
+def _metric_names(task: TaskSpec | None) -> tuple[str, ...]:
+    """The metrics a run of `task` has: an interaction or viewport summary only where the task
+    states one, so a static experiment's metrics (and its comparison's families) stay as they
+    were (P-42)."""
+    applies = {"interactions_stated": bool(task and task.interactions),
+               "viewports_stated": bool(task and task.viewports)}  # fmt: skip
+    return tuple(
+        name
+        for name in METRIC_NAMES
+        if (when := FIDELITY_MEASURES[f"metric_{name}"].applies_when) is None or applies[when]
+    )
+
+
+def _task(task_dir: Path) -> TaskSpec | None:
+    """The task's spec; None for a folder without task.yaml (a bare reference, scored as a
+    static task)."""
+    if not (task_dir / "task.yaml").is_file():
+        return None
+    try:
+        return read_task_spec(task_dir, task_dir.resolve().name)
+    except ConfigError as error:
+        raise InputError(str(error)) from error
 
 
 class ScoreJob(BaseModel):
@@ -209,6 +242,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     if not reference_png.is_file():
         raise InputError(f"{reference_png}: file not found (task_dir={job.task_dir})")
     render = read_render(job.render_dir / "render.json")
+    task = _task(job.task_dir)
     details: dict[str, Any] = {
         "render_status": render.status,
         "reference_png": sha256_file(reference_png),
@@ -222,7 +256,12 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
             reference_png=reference_png,
             reference_words=[],
         )
-        metrics = _metrics(status="no_render", metrics=dict.fromkeys(METRIC_NAMES), details=details)
+        metrics = _metrics(
+            status="no_render",
+            metrics=dict.fromkeys(_metric_names(task)),
+            details=details,
+            task=task,
+        )
         _write(job.out_dir, audit, metrics)
         return audit, metrics
 
@@ -262,8 +301,16 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         reference_png=reference_png,
         reference_words=reference_words,
     )
+    interactions = [] if task is None else score_interactions(task, job.task_dir, job.render_dir)
+    viewports = [] if task is None else score_viewports(task, job.task_dir, job.render_dir)
+    values.update(run_metrics(interactions, viewports))
     metrics = _metrics(
-        status="ok", metrics={name: values[name] for name in METRIC_NAMES}, details=details
+        status="ok",
+        metrics={name: values[name] for name in _metric_names(task)},
+        details=details,
+        task=task,
+        interactions=interactions,
+        viewports=viewports,
     )
     _write(job.out_dir, audit, metrics)
     return audit, metrics
