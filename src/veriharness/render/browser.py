@@ -46,7 +46,7 @@ from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import Clip, FloatRect
-    from playwright.sync_api import CDPSession, Locator, Page
+    from playwright.sync_api import BrowserContext, CDPSession, Locator, Page
 
 from veriharness._util import programs as tools
 from veriharness.experiment.interactions import Action, Box

@@ -108,7 +108,8 @@ def capture_recoloured(
     try:
         page = fence.fenced_page(context)
         page.on("dialog", fence._dialog)
-        fence._load(context, page)
+        cdp = context.new_cdp_session(page)
+        fence._freeze(cdp, page, fence._load(cdp, page))
 
         def shot() -> Image.Image:
             size = page.evaluate(_PAGE_SIZE)
