@@ -293,6 +293,7 @@ class _PageCapture:
         self.popups = 0
         self.page_requested = False
         self.page: Page | None = None
+        self.crashed = False
 
     def _route(self, route, request) -> None:  # type: ignore[no-untyped-def]
         if request.is_navigation_request() and request.frame.parent_frame is None:
@@ -361,6 +362,7 @@ class _PageCapture:
             page.on("console", lambda m: self.console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: self.errors.append(str(e)))
             page.on("dialog", self._dialog)
+            page.on("crash", self._crash)
             cdp = context.new_cdp_session(page)
             loaded = self._load(cdp, page)
             if self.act is not None:
@@ -440,7 +442,7 @@ class _PageCapture:
             loaded = True
         except PlaywrightTimeout:
             self.capped.append("load_time")
-            cdp.send("Runtime.terminateExecution")
+            self._send(cdp, "Runtime.terminateExecution")
             loaded = False
         return loaded
 
@@ -473,14 +475,27 @@ class _PageCapture:
             page.evaluate("window.scrollTo(0, 0)")
             page.wait_for_function(_TWO_FRAMES, timeout=timeout)
         except PlaywrightError as exc:
-            cdp.send("Runtime.terminateExecution")
+            self._send(cdp, "Runtime.terminateExecution")
             _quietly(lambda: page.evaluate("0"))
             return ActResult(trigger_matches=1, error=_first_line(exc), before_png=before)
         return ActResult(trigger_matches=1, trigger_box=box, acted=True, before_png=before)
 
+    def _crash(self, _page: Page) -> None:
+        self.crashed = True
+
+    def _send(self, cdp: CDPSession, method: str, params: dict[str, bool] | None = None) -> None:
+        """A DevTools command to the page; raised as a page error when its renderer has gone
+        (the memory guard's kill): a command to a crashed page is never answered, and the
+        render would wait on it for ever."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        if self.crashed:
+            raise PlaywrightError(f"the page crashed before {method}")
+        cdp.send(method, params)
+
     def _freeze(self, cdp: CDPSession, page: Page, loaded: bool) -> None:
         """Switch the page's scripts off, so the capture and the DOM walk see one settled page."""
-        cdp.send("Emulation.setScriptExecutionDisabled", {"value": True})
+        self._send(cdp, "Emulation.setScriptExecutionDisabled", {"value": True})
         if not loaded:
             # A termination still pending would end the next evaluation: let this one take it.
             _quietly(lambda: page.evaluate("0"))
