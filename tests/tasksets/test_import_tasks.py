@@ -238,7 +238,7 @@ def test_the_example_set_is_recorded_with_its_manifest_and_no_checksums(tmp_path
     assert record is not None
     assert record["task_set"] == {
         "name": "veriharness-examples",
-        "version": "0.1",
+        "version": "0.2",
         "manifest": "tasks/manifest.yaml",
         "manifest_sha256": _sha256(ROOT / "tasks" / "manifest.yaml"),
         "files_verified": None,

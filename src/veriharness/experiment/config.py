@@ -584,6 +584,18 @@ class Viewport(BaseModel):
     height: int = Field(ge=1)
 
 
+class TaskSource(BaseModel):
+    """Where an imported task's page came from (`import-tasks`): its layout, file names and
+    checksums as published."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    layout: str
+    page: str
+    page_sha256: str
+    screenshot: str | None = None
+    screenshot_sha256: str | None = None
+
+
 class TaskSpec(BaseModel):
     """``tasks/<id>/task.yaml``. ``interactions`` and ``viewports`` are the explicit requirements
     of an interactive or responsive task (`experiment.interactions`, P-41); a task without them
@@ -599,6 +611,7 @@ class TaskSpec(BaseModel):
     interaction: None = None
     interactions: tuple[Interaction, ...] = ()
     viewports: tuple[ExtraViewport, ...] = ()
+    source: TaskSource | None = None
 
     @property
     def interactive(self) -> bool:
