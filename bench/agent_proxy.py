@@ -38,6 +38,8 @@ from typing import Any
 
 import httpx
 
+from veriharness._util.lifetime import cpu_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-session-token-0123456789abcdef"
 
@@ -71,6 +73,7 @@ class _Stream(BaseHTTPRequestHandler):
 
 def session_bodies(folder: Path) -> list[bytes]:
     """The Messages API bodies one real offline session (B3 present) sent its model."""
+
     from veriharness._util.programs import find_claude
     from veriharness.agent.plan import SessionPlan
     from veriharness.agent.session import run_session
@@ -143,11 +146,6 @@ def serve(args: list[str], folder: Path, name: str) -> tuple[subprocess.Popen[by
         time.sleep(0.05)
     time.sleep(0.1)  # the port file of serve-offline is written just before it serves
     return process, f"http://127.0.0.1:{int(port_file.read_text())}"
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def compare(name: str, upstream: str, bodies: list[bytes], rounds: int, folder: Path) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from veriharness._util.lifetime import cpu_seconds  # noqa: E402
 from veriharness._util.programs import find_claude  # noqa: E402
 from veriharness.agent.plan import SessionPlan  # noqa: E402
 from veriharness.agent.session import run_session  # noqa: E402
@@ -84,7 +85,6 @@ def _pss_mb(pid: int) -> float:
     return 0.0
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
 _KINDS = {"claude.exe": "claude CLI", "mllm-server": "mllm server", "bwrap": "bwrap"}
 
 
@@ -101,10 +101,9 @@ def _kind(pid: int) -> str | None:
 
 def _cpu_of(pid: int) -> float:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_seconds(pid)
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 class _Sampler(threading.Thread):
