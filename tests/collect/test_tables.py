@@ -571,3 +571,24 @@ def test_an_estimated_run_cost_is_null_in_cost_usd_and_marked_never_summed_as_a_
     requests = pd.read_parquet(exp.exp_dir / "tables" / "agent_requests.parquet")
     assert requests.cost_unpriced_reason.iloc[0] == "the provider reported no usage"
     assert requests.max_tokens.iloc[0] == 512
+
+
+def test_an_imported_answer_whose_scoring_failed_is_score_failed_not_ok(tmp_path) -> None:
+    run_dir = tmp_path / "external:ref" / "t" / "r1"
+    (run_dir / "answer").mkdir(parents=True)
+    (run_dir / "answer" / "answer.html").write_text("<p>hi</p>")
+    outcome = {
+        "kind": "external_answer",
+        "status": "ok",
+        "set": "ref",
+        "condition": "external:ref",
+        "task": "t",
+        "source": "dir",
+        "source_path": "answers/<task>/answer.html",
+        "answer_present": True,
+    }
+    (run_dir / "outcome.json").write_text(json.dumps(outcome))
+    failed = {"status": "score_failed", "metrics": {}, "details": {"reason": "states.json: absent"}}
+    (run_dir / "metrics.json").write_text(json.dumps(failed))
+    row = trace_reading.extract_run(tmp_path, "x", trace_reading.RunKey("external:ref", "t", 1)).run
+    assert (row["status"], row["reason"]) == ("score_failed", "score_failed: states.json: absent")

@@ -93,6 +93,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 {
                     "answer_dir": j["answer_dir"],
                     "reference": str(Path(j["task_dir"]) / "reference.png"),
+                    "task_dir": j["task_dir"],
                     "out": j["render_dir"],
                 }
             )

@@ -227,7 +227,7 @@ def _status(run_dir: Path, docs: dict[str, Any], outcome_error: bool) -> tuple[s
             return "missing_answer", f"external answer missing: {outcome.get('error') or ''}"
         if not (run_dir / "answer" / "answer.html").is_file():
             return "missing_answer", "external answer: answer/answer.html is absent"
-        return "ok", ""
+        return _scoring_status(docs)
     if outcome is None:
         if outcome_error:
             return "failed", "outcome.json is unreadable"

@@ -207,11 +207,15 @@ def run_power(args: argparse.Namespace) -> int:
         check_power_arguments(args.power, args.alpha, args.effect, args.sims)
         cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
         measure = args.measure or settings.primary[0]
-        family = settings.primary if measure in settings.primary else settings.secondary_measures
-        alpha = args.alpha if args.alpha is not None else settings.alpha
-        diffs = task_differences(
-            pd.read_parquet(runs_path), args.baseline, args.treatment, measure, settings, cells
+        runs = pd.read_parquet(runs_path)
+        # The family as compare corrects it: a secondary measure no run has is not in it.
+        family = (
+            settings.primary
+            if measure in settings.primary
+            else [m for m in settings.secondary_measures if m in runs]
         )
+        alpha = args.alpha if args.alpha is not None else settings.alpha
+        diffs = task_differences(runs, args.baseline, args.treatment, measure, settings, cells)
         if len(diffs) < 2:
             raise PowerError(f"the pilot has {len(diffs)} paired task(s) for {measure}; need 2+")
         estimate = required_tasks(

@@ -19,6 +19,7 @@ the task.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -32,7 +33,9 @@ __all__ = [
     "RULE_FLAGS",
     "AUDIT_FLAGS",
     "design_limits",
+    "applicable",
     "design_warnings",
+    "measured_tasks",
     "smallest_p",
 ]
 
@@ -174,16 +177,46 @@ def design_limits(family: str, outcomes: int, tasks: int, alpha: float) -> Desig
     return DesignLimits(family, outcomes, tasks, best, best_holm, best_holm <= alpha, needed)
 
 
-def design_warnings(settings: AnalysisSettings, tasks: int) -> list[str]:
-    """One line per declared family that cannot reach alpha with `tasks` paired tasks."""
-    families = {"primary": len(settings.primary), "secondary": len(settings.secondary_measures)}
-    lines = []
-    for family, outcomes in families.items():
-        lim = design_limits(family, outcomes, tasks, settings.alpha)
+def applicable(measures: Iterable[str], stated: Mapping[str, int]) -> tuple[str, ...]:
+    """The measures that apply to at least one task: one whose `applies_when` names a count
+    (`interactions_stated`, `viewports_stated`) that no task has is not measured at all, so it
+    has no column in the runs table and no place in its family's correction."""
+    return tuple(
+        m
+        for m in measures
+        if (when := FIDELITY_MEASURES[m].applies_when) is None or stated.get(when, 0) > 0
+    )
+
+
+def measured_tasks(measure: str, tasks: int, stated: Mapping[str, int]) -> int:
+    """How many of `tasks` tasks `measure` has a value for."""
+    when = FIDELITY_MEASURES[measure].applies_when
+    return tasks if when is None else min(tasks, stated.get(when, 0))
+
+
+def design_warnings(settings: AnalysisSettings, tasks: int, stated: Mapping[str, int]) -> list[str]:
+    """One line per declared family that cannot reach alpha with `tasks` paired tasks, of which
+    `stated[count]` state interactions or viewports (a family's best case is its measure with
+    the most tasks); and one per declared outcome that no task can measure."""
+    lines = [
+        f"the declared outcome {m} applies to none of the {tasks} task(s): no task states "
+        f"{str(FIDELITY_MEASURES[m].applies_when).removesuffix('_stated')}, so it will have no "
+        "value"
+        for m in (*settings.primary, *(settings.secondary or ()))
+        if not applicable((m,), stated)
+    ]
+    families = {
+        "primary": applicable(settings.primary, stated),
+        "secondary": applicable(settings.secondary_measures, stated),
+    }
+    for family, measures in families.items():
+        outcomes = len(measures)
+        most = max((measured_tasks(m, tasks, stated) for m in measures), default=tasks)
+        lim = design_limits(family, outcomes, most, settings.alpha)
         if outcomes and not lim.reachable:
             lines.append(
                 f"the {family} family ({outcomes} outcome(s)) cannot reach alpha "
-                f"{settings.alpha:g} with {tasks} task(s): the smallest possible p is "
+                f"{settings.alpha:g} with {most} task(s): the smallest possible p is "
                 f"{lim.smallest_p:.4g} and the smallest p(Holm) {lim.smallest_p_holm:.4g}; it "
                 f"needs at least {lim.tasks_needed} tasks (replicates do not help: the unit is the "
                 "task)"

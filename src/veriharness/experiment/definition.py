@@ -79,6 +79,7 @@ __all__ = [
     "cell_modules",
     "cell_identity",
     "resolved_models",
+    "stated_counts",
     "build_experiment_record",
     "execution_record",
     "config_wrapper",
@@ -291,6 +292,16 @@ def prompt_values(defn: Definition, task_id: str) -> PromptValues:
             defn.config.agent, load_task(task_dir.parent, task_id), task_dir, defn.root
         ),
     )
+
+
+def stated_counts(defn: Definition) -> dict[str, int]:
+    """How many selected tasks state interactions and extra viewports (the counts a measure's
+    `applies_when` names)."""
+    tasks = [load_task(defn.root / defn.config.tasks_dir, t) for t in defn.selected_task_ids]
+    return {
+        "interactions_stated": sum(bool(t.interactions) for t in tasks),
+        "viewports_stated": sum(bool(t.viewports) for t in tasks),
+    }
 
 
 # The task module that an interactive or responsive task's cells use in place of a condition's

@@ -34,7 +34,7 @@ def add_check_experiment_arguments(parser: argparse.ArgumentParser) -> None:
 def run_check_experiment(args: argparse.Namespace) -> int:
     from veriharness._util import atomic
     from veriharness.experiment.analysis import design_warnings
-    from veriharness.experiment.definition import load_from_args
+    from veriharness.experiment.definition import load_from_args, stated_counts
     from veriharness.prepare.experiment_check import START_ERRORS, check_experiment
 
     try:
@@ -50,7 +50,7 @@ def run_check_experiment(args: argparse.Namespace) -> int:
         f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
         f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
     )
-    for line in design_warnings(config.analysis, len(defn.selected_task_ids)):
+    for line in design_warnings(config.analysis, len(defn.selected_task_ids), stated_counts(defn)):
         print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     return 0
 
