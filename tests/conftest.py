@@ -9,9 +9,14 @@ whatever time is left on each worker. Within a file the order stays the file's o
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from veriharness._util.tesseract_cache import CACHE_ENV
 
 HERE = Path(__file__).resolve().parent
 # Every file that took 40 s or more, longest first: the sum of its setups, calls and teardowns
@@ -37,6 +42,27 @@ LONGEST_FIRST = [
     "tasksets/test_import_tasks.py",
     "tasksets/test_imported_set_runs.py",
 ]
+
+
+_SUITE_CACHE: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One tesseract cache for the whole run, shared by the xdist workers (they inherit the
+    environment) and by every process the tests start: the suite neither reads nor fills the
+    cache of the machine's user, and a reference image is read once per run instead of once per
+    experiment (`_util.tesseract_cache`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or CACHE_ENV in os.environ:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="veriharness-test-cache-"))
+    _SUITE_CACHE.append(folder)
+    os.environ[CACHE_ENV] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _SUITE_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(CACHE_ENV, None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from PIL import Image
 
+from veriharness._util import tesseract_cache
 from veriharness._util.programs import find_tesseract
 
 __all__ = ["Box", "OcrWord", "OcrLine", "read_words", "read_lines", "OcrError"]
@@ -59,22 +60,9 @@ def read_words(
     if upscale != 1:
         size = (picture.width * upscale, picture.height * upscale)
         picture = picture.resize(size, Image.Resampling.LANCZOS)
-    with tempfile.TemporaryDirectory(prefix="veriharness-ocr-") as tmp:
-        source = Path(tmp) / "in.png"
-        picture.save(source, compress_level=1)  # lossless either way; level 6 costs 2x the time
-        result = subprocess.run(
-            [str(find_tesseract()), str(source), "stdout", "--psm", str(psm), "tsv"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            # tesseract's own threads fight each other on a small, busy machine (5x slower).
-            env={"OMP_THREAD_LIMIT": "1", **os.environ},
-        )
-    if result.returncode != 0:
-        raise OcrError(f"tesseract failed ({result.returncode}): {result.stderr.strip()[:300]}")
+    output = _tesseract_tsv(picture, ["--psm", str(psm), "tsv"])
     words = []
-    for row in csv.DictReader(io.StringIO(result.stdout), delimiter="\t", quoting=csv.QUOTE_NONE):
+    for row in csv.DictReader(io.StringIO(output), delimiter="\t", quoting=csv.QUOTE_NONE):
         text = (row.get("text") or "").strip()
         if row.get("level") != "5" or not text:
             continue
@@ -85,6 +73,30 @@ def read_words(
         key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
         words.append(OcrWord(text, Box(*(round(v / upscale) for v in box)), confidence, key))
     return words
+
+
+def _tesseract_tsv(picture: Image.Image, arguments: list[str]) -> str:
+    """tesseract's TSV reading of `picture`, from the cache when this machine has read the same
+    pixels with the same program before (`_util.tesseract_cache`)."""
+    entry = tesseract_cache.entry_for(picture, arguments)
+    if (kept := tesseract_cache.load(entry)) is not None:
+        return kept
+    with tempfile.TemporaryDirectory(prefix="veriharness-ocr-") as tmp:
+        source = Path(tmp) / "in.png"
+        picture.save(source, compress_level=1)  # lossless either way; level 6 costs 2x the time
+        result = subprocess.run(
+            [str(find_tesseract()), str(source), "stdout", *arguments],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            # tesseract's own threads fight each other on a small, busy machine (5x slower).
+            env={"OMP_THREAD_LIMIT": "1", **os.environ},
+        )
+    if result.returncode != 0:
+        raise OcrError(f"tesseract failed ({result.returncode}): {result.stderr.strip()[:300]}")
+    tesseract_cache.store(entry, result.stdout)
+    return result.stdout
 
 
 def read_lines(image: Image.Image | str | Path, *, min_confidence: float = 30.0) -> list[OcrLine]:
