@@ -3,9 +3,10 @@ offline model, Chromium and tesseract: 2 tasks x 2 conditions x 1 replicate in a
 project that is its own git repository, with contamination markers planted in it. One task is
 made screenshot-only (no reference.html), as a task from a screenshot dataset would be.
 
-The tests here read, plan against or extend the one finished experiment (`finished`); the runs
-that crash, resume or fail are in test_recovery.py and test_failed_runs.py, each file with its
-own copy of the project (conftest.py)."""
+The tests here read, plan against or extend the one finished experiment (`finished`); the last
+one breaks three of its answers as an agent could and runs the workflow again. The runs that
+crash, resume or fail are in test_recovery.py and test_failed_runs.py, each file with its own copy
+of the project (conftest.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import ContentImage
 
 from support.cli import veriharness
+from support.hostile import bomb_png
 from support.pipeline import (
     CONDITIONS,
     MARKER_COMMIT,
@@ -392,7 +394,7 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     finished: Path, project: Path, tmp_path: Path
 ) -> None:
-    # Last in this file: it leaves the experiment scored by the next version.
+    # Next to last in this file: it leaves the experiment scored by the next version.
     package = tmp_path / "next"
     shutil.copytree(
         ROOT / "src" / "veriharness",
@@ -422,3 +424,46 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
     table = pd.read_csv(finished / "tables" / "runs.csv")
     assert len(table) == 4 + len(TASKS) and set(table["scorer_version"]) == {"next"}
+
+
+def test_hostile_answers_still_yield_tables_comparison_and_report(
+    finished: Path, project: Path
+) -> None:
+    # Last in this file: it breaks three of the finished experiment's answers.
+    experiment = finished
+    spinning = run_dir(experiment, "b3-present", "landing-page")
+    bomb = run_dir(experiment, "b3-absent", "pricing-table")
+    garbled = run_dir(experiment, "b3-absent", "landing-page")
+    # What an agent could have written: a page that never finishes loading, an image bomb in
+    # assets/, and a transcript cut into bytes that are not JSON and not UTF-8.
+    (spinning / "answer" / "answer.html").write_text(
+        "<h1>Spins</h1><script>onload = () => { for (;;) alert('again') }</script>"
+    )
+    (bomb / "answer" / "assets").mkdir(exist_ok=True)
+    bomb_png(bomb / "answer" / "assets" / "huge.png", 30_000, 30_000)
+    (bomb / "answer" / "answer.html").write_text("<h1>Bomb</h1><img src='assets/huge.png'>")
+    with open(garbled / "transcript.jsonl", "ab") as transcript:
+        transcript.write(b'{"type": "assistant", "mess\xff\xfe\n\x00\x00[not json\n')
+    # Snakemake redoes a missing intermediate file only when something downstream is missing too.
+    for run in (spinning, bomb):
+        for name in ("render/render.json", "render/render.png", "render/dom.json", "metrics.json"):
+            (run / name).unlink()
+    for summary in experiment.glob("*/summary.csv"):
+        summary.unlink()
+    again = snakemake(project, "--cores", "4", "all")
+    assert again.returncode == 0, again.stderr[-4000:]
+    table = pd.read_csv(experiment / "tables" / "runs.csv")
+    runs = table[table["answer_source"] == "session"].set_index(["condition", "task"])
+    assert len(runs) == 4
+    spun = runs.loc[("b3-present", "landing-page")]
+    assert spun["status"] == "render_failed" and spun["reason"].startswith("render_failed: load")
+    assert runs.loc[("b3-absent", "pricing-table"), "audit_oversized_images"] == True  # noqa: E712
+    assert "transcript.jsonl" in runs.loc[("b3-absent", "landing-page"), "read_errors"]
+    comparison = (experiment / "comparison.md").read_text()
+    # A page that broke its own render counts for its condition, at the floor (P-33).
+    assert "## Runs excluded: 0 (not the agent's doing)" in comparison
+    csv = pd.read_csv(experiment / "comparison.csv")
+    ssim = csv[(csv.measure == "metric_ssim") & (csv.population == "itt")].iloc[0]
+    assert (ssim.n_floor_b, ssim.n_floor_t) == (0, 1) and ssim.n_pairs == 2
+    assert "## Run statuses by condition" in comparison
+    assert (experiment / "report" / "index.html").is_file()
