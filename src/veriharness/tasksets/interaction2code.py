@@ -10,9 +10,10 @@ So the trigger is derived from the action's words: the verb gives the kind (clic
 "move the cursor to"; type, with the typed text quoted first), the first quoted name the
 element, found in the rendered reference by its exact text (`:text-is()`, Playwright's CSS
 extension, the smallest element showing it) or else by an exact `aria-label`, `title`, `alt` or
-`placeholder` (for typing, only a form field's label attributes). An entry may instead give `selector`, used as is. Either way the trigger is only
-kept when replaying the action on the reference finds exactly one element and changes the page;
-anything else is a `SkippedInteraction` with its reason.
+`placeholder` (for typing, only a form field's). An entry may instead give `selector`, used as
+is. Either way the trigger is kept only when replaying the action on the reference finds
+exactly one element and changes the page; anything else is a `SkippedInteraction` with its
+reason.
 """
 
 from __future__ import annotations
