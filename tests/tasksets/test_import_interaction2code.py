@@ -39,8 +39,8 @@ def test_pages_with_a_replayable_interaction_become_tasks(imported) -> None:
     assert "2 of 5 page(s) imported" in proc.stdout
     assert "3 skipped (1 no_interactions, 1 no_page_html, 1 remote_resources)" in proc.stdout
     assert (
-        "4 interaction(s) imported; 5 skipped (2 no_change, 1 trigger_ambiguous, "
-        "1 trigger_not_found, 1 unsupported_action)"
+        "4 interaction(s) imported; 6 skipped (2 no_change, 1 trigger_ambiguous, "
+        "2 trigger_not_found, 1 unsupported_action)"
     ) in proc.stdout
     manifest = read_manifest(dest)
     assert manifest["tasks"] == ["1", "2"]
@@ -65,11 +65,13 @@ def test_every_interaction_left_out_is_listed_with_its_reason(imported) -> None:
         ("1", "4"): "unsupported_action",
         ("1", "5"): "no_change",
         ("2", "2"): "trigger_ambiguous",
+        ("2", "4"): "trigger_not_found",
         ("5", "1"): "no_change",
     }
     assert "'Newsletter'" in listed[("1", "3")][1]
     assert "'Drag the progress bar'" in listed[("1", "4")][1]
     assert ':text-is("More")\' matches 2 elements' in listed[("2", "2")][1]
+    assert "trigger selector '#filters' matches 0 elements" in listed[("2", "4")][1]
     assert listed[("1", "5")][1] == "the action changes nothing on the reference"
     for (page, key), (reason, _) in listed.items():
         assert f"skipped interaction {key} of {page}: {reason}" in proc.stderr
