@@ -30,7 +30,8 @@ TYPED_FIELD = (
 def imported(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("i2c")
     source, dest = write_interaction2code(base / "dataset"), base / "sets" / "i2c-sample"
-    return run_import("interaction2code", source, dest), source, dest
+    options = ("--width", "800", "--height", "500")
+    return run_import("interaction2code", source, dest, *options), source, dest
 
 
 def test_pages_with_a_replayable_interaction_become_tasks(imported) -> None:
@@ -91,7 +92,8 @@ def test_the_interactions_are_explicit_inputs_replayed_on_the_saved_page(importe
         ("action-3", "click", "#go", None),
     ]
     assert first.interactions[0].requirement == "the page turns dark"
-    assert first.viewport.width == I2C_SCREENSHOT[0]
+    # The published screenshots' size is no viewport (they were taken at several device scales).
+    assert (first.viewport.width, first.viewport.height) == (800, 500) != I2C_SCREENSHOT
     states = ReferenceStates.model_validate_json((dest / "1/states/states.json").read_text())
     assert [s.id for s in states.interactions] == ["action-1", "action-2"]
     with (
@@ -99,8 +101,9 @@ def test_the_interactions_are_explicit_inputs_replayed_on_the_saved_page(importe
         Image.open(dest / "1/states/action-1.png") as after,
     ):
         # The click turned the page dark.
-        assert before.convert("RGB").getpixel((600, 380)) == (255, 255, 255)
-        assert after.convert("RGB").getpixel((600, 380)) == (34, 34, 34)
+        assert before.size == after.size == (800, 500)
+        assert before.convert("RGB").getpixel((700, 450)) == (255, 255, 255)
+        assert after.convert("RGB").getpixel((700, 450)) == (34, 34, 34)
     assert (dest / "1" / "site.css").read_bytes() == (source / "1" / "site.css").read_bytes()
     assert (dest / "2/reference.html").read_bytes() == (source / "2/page.html").read_bytes()
 

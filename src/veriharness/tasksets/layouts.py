@@ -8,8 +8,10 @@
 - `interaction2code`: one folder per page (`<n>/`, numeric first), holding `action.json`, the
   screenshots of the page's states, and the page's HTML, which the published set does not
   include: whoever imports saves it from `action.json`'s `link` as the folder's only `*.html`
-  (P-50). The first interaction's before-state screenshot gives the first viewport; the page's
-  local files are looked for in its own folder.
+  (P-50). The first viewport is given (`--width`, `--height`), as the published screenshots were
+  taken at different device scales (1680 and 3360 px wide in one sample), so their size is no
+  CSS viewport; the first interaction's before-state is recorded as the page's screenshot. The
+  page's local files are looked for in its own folder.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def _image_size(png: Path) -> Size | str:
     return Size(width=width, height=height)
 
 
-def _interaction2code_page(folder: Path) -> SourcePage:
+def _interaction2code_page(folder: Path, viewport: Size) -> SourcePage:
     pages = _html_files(folder)
     actions = folder / ACTIONS_FILE
     if not actions.is_file():
@@ -102,13 +104,8 @@ def _interaction2code_page(folder: Path) -> SourcePage:
         return SourcePage(pages[0], None, None, f"{ACTIONS_FILE} lists no interaction",
                           "no_interactions", folder)  # fmt: skip
     first = folder / f"{next(iter(entries.values())).src}.png"
-    if not first.is_file():
-        return SourcePage(pages[0], None, None, f"no screenshot {first.name} (the first "
-                          "interaction's before-state)", "no_screenshot", folder)  # fmt: skip
-    size = _image_size(first)
-    if isinstance(size, str):
-        return SourcePage(pages[0], first, None, size, "no_screenshot", folder)
-    return SourcePage(pages[0], first, size, None, "no_screenshot", folder)
+    shown = first if first.is_file() else None
+    return SourcePage(pages[0], shown, viewport, None, "no_screenshot", folder)
 
 
 def find_pages(layout: str, source: Path, viewport: Size) -> list[SourcePage]:
@@ -119,7 +116,7 @@ def find_pages(layout: str, source: Path, viewport: Size) -> list[SourcePage]:
         folders = sorted((p for p in source.iterdir() if p.is_dir()), key=_numeric_first)
         if not folders:
             raise ImportRefused(f"source {source} holds no page folder (layout {layout})")
-        return [_interaction2code_page(folder) for folder in folders]
+        return [_interaction2code_page(folder, viewport) for folder in folders]
     html = _html_files(source)
     if not html:
         raise ImportRefused(f"source {source} holds no *.html page at its top (layout {layout})")

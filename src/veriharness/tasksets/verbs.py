@@ -34,13 +34,17 @@ def add_import_tasks_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--id-prefix", default="", help="put before every task id (default: none)")
     parser.add_argument(
-        "--width", type=int, default=1280, help="html-folder: viewport width (default %(default)s)"
+        "--width",
+        type=int,
+        default=1280,
+        help="html-folder, interaction2code: viewport width (default %(default)s)",
     )
     parser.add_argument(
         "--height",
         type=int,
         default=800,
-        help="html-folder: first viewport height; a taller page gets its own height "
+        help="html-folder, interaction2code: first viewport height; a taller page gets its own "
+        "height "
         "(default %(default)s)",
     )
     add_browser_arguments(parser)
