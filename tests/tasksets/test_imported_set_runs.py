@@ -66,8 +66,13 @@ def test_an_imported_interactive_page_runs_and_its_interactions_are_scored(tmp_p
     assert metrics["status"] == "ok"
     # Both imported interactions were stated to the agent, replayed on its answer and scored.
     assert metrics["interactions_stated"] == 2
-    assert [i["id"] for i in metrics["interactions"]] == ["action-1", "action-2"]
-    assert metrics["metrics"]["implement_rate"] is not None
+    # The offline agent wires the first stated interaction only: the replay on its answer
+    # finds that trigger by the output contract, and not the other.
+    assert [(i["id"], i["implemented"]) for i in metrics["interactions"]] == [
+        ("action-1", True),
+        ("action-2", False),
+    ]
+    assert metrics["metrics"]["implement_rate"] == 0.5
     states = json.loads((project / run / "render" / "states.json").read_text())
     assert [i["id"] for i in states["interactions"]] == ["action-1", "action-2"]
     record = json.loads((project / "results" / "imported" / "experiment.json").read_text())
