@@ -156,9 +156,10 @@ def write_interaction2code(folder: Path) -> Path:
     """Interaction2Code's layout: a folder per page with its action.json and screenshots, plus
     the saved page. Page 1: a click and a hover that work, a named element the page does not
     have, a drag, a click that changes nothing. Page 2: typing into a field found by its
-    placeholder, a name two buttons share, a trigger given by an explicit selector, and an
-    explicit selector that matches nothing. Page 3 loads a remote stylesheet; page 4 is as
-    published (no HTML); page 5's only interaction changes nothing, so it has none to import."""
+    placeholder, a name two buttons share, a trigger given by an explicit selector, an explicit
+    selector that matches nothing, and a select switched from one option to another. Page 3
+    loads a remote stylesheet; page 4 is as published (no HTML); page 5's only interaction
+    changes nothing, so it has none to import."""
     folder.mkdir(parents=True)
     style = "<link rel='stylesheet' href='site.css'>"
     _i2c_page(
@@ -192,7 +193,10 @@ def write_interaction2code(folder: Path) -> Path:
                 "<h1>Search</h1><input placeholder='Search' style='font-size:20px'>"
                 "<button id='go' onclick=\"document.getElementById('out').textContent="
                 "'Results for hello'\">&#128269;</button><p id='out'></p>"
-                "<button>More</button><button>More</button>",
+                "<button>More</button><button>More</button>"
+                "<select onchange=\"document.getElementById('out').textContent="
+                "'Language: ' + this.value\"><option value='py'>Python</option>"
+                "<option value='php'>PHP</option></select>",
             ),
         },
         {
@@ -200,8 +204,9 @@ def write_interaction2code(folder: Path) -> Path:
             "2": _i2c_action(2, 'click the "More" button', "more results"),
             "3": _i2c_action(4, "click the magnifier icon", "results show", selector="#go"),
             "4": _i2c_action(6, "click the filter", "filters show", selector="#filters"),
+            "5": _i2c_action(8, 'switch "Python" option to "PHP" option', "PHP is chosen"),
         },
-        8,
+        10,
     )
     _i2c_page(
         folder / "3",

@@ -21,8 +21,8 @@ from veriharness.experiment.interactions import ReferenceStates
 from veriharness.tasksets.interaction2code import Derived, PublishedInteraction, derive
 
 TYPED_FIELD = (
-    ':is(input, textarea, select, [contenteditable=""], [contenteditable="true"])'
-    ':is([aria-label="Search"], [title="Search"], [alt="Search"], [placeholder="Search"])'
+    ':is(input, textarea, [contenteditable=""], [contenteditable="true"])'
+    ':is([aria-label="Search"], [title="Search"], [placeholder="Search"])'
 )
 
 
@@ -40,7 +40,7 @@ def test_pages_with_a_replayable_interaction_become_tasks(imported) -> None:
     assert "2 of 5 page(s) imported" in proc.stdout
     assert "3 skipped (1 no_interactions, 1 no_page_html, 1 remote_resources)" in proc.stdout
     assert (
-        "4 interaction(s) imported; 6 skipped (2 no_change, 1 trigger_ambiguous, "
+        "5 interaction(s) imported; 6 skipped (2 no_change, 1 trigger_ambiguous, "
         "2 trigger_not_found, 1 unsupported_action)"
     ) in proc.stdout
     manifest = read_manifest(dest)
@@ -90,6 +90,7 @@ def test_the_interactions_are_explicit_inputs_replayed_on_the_saved_page(importe
         ("action-1", "type", TYPED_FIELD, "hello"),
         # The action's words name no element; the entry's own selector is used as is.
         ("action-3", "click", "#go", None),
+        ("action-5", "select", 'select:has(option:text-is("Python"))', "PHP"),
     ]
     assert first.interactions[0].requirement == "the page turns dark"
     # The published screenshots' size is no viewport (they were taken at several device scales).
@@ -114,7 +115,7 @@ def test_the_manifest_and_tasks_record_the_source_files_by_sha256(imported) -> N
     assert manifest["files"] == hashed_files(dest)
     used = {
         "1": ["0.png", "1.png", "2.png", "3.png", "action.json", "index.html", "site.css"],
-        "2": ["0.png", "1.png", "4.png", "5.png", "action.json", "page.html"],
+        "2": ["0.png", "1.png", "4.png", "5.png", "8.png", "9.png", "action.json", "page.html"],
     }
     assert manifest["source_files"] == {
         f"{page}/{name}": sha256_of(source / page / name)
@@ -127,6 +128,7 @@ def test_the_manifest_and_tasks_record_the_source_files_by_sha256(imported) -> N
     assert [(i["id"], i["key"], i["before"], i["after"]) for i in task["interactions"]] == [
         ("action-1", "1", "2/0.png", "2/1.png"),
         ("action-3", "3", "2/4.png", "2/5.png"),
+        ("action-5", "5", "2/8.png", "2/9.png"),
     ]
     assert task["interactions"][1]["after_sha256"] == sha256_of(source / "2" / "5.png")
 
@@ -166,7 +168,8 @@ def test_a_source_that_is_not_a_folder_of_pages_is_refused(tmp_path: Path) -> No
         ("type “Ada” in the “Name” field", None, ("type", "Ada", ":is(input, textarea")),
         ("click to the play button", "video", ("click", None, "video")),
         ("click to the play button", None, "no_trigger_name"),
-        ('switch "Python" option to "PHP" option', None, "unsupported_action"),
+        ('switch "Python" option to "PHP" option', None, ("select", "PHP", "select:has(")),
+        ("Drag the progress bar", None, "unsupported_action"),
         ("", None, "no_action_text"),
     ],
 )

@@ -7,13 +7,14 @@ e.g. `click the "Sign up" button`), a `description` of the effect, and its tag a
 It names no element of any HTML file (the set publishes none: the page is saved from `link`).
 
 So the trigger is derived from the action's words: the verb gives the kind (click; hover, also
-"move the cursor to"; type, with the typed text quoted first), the first quoted name the
-element, found in the rendered reference by its exact text (`:text-is()`, Playwright's CSS
-extension, the smallest element showing it) or else by an exact `aria-label`, `title`, `alt` or
-`placeholder` (for typing, only a form field's). An entry may instead give `selector`, used as
-is. Either way the trigger is kept only when replaying the action on the reference finds
-exactly one element and changes the page; anything else is a `SkippedInteraction` with its
-reason.
+"move the cursor to"; type, with the typed text quoted first; select, `switch "A" option to "B"
+option`), and the first quoted name the element, found in the rendered reference by its exact
+text (`:text-is()`, Playwright's CSS extension, the smallest element showing it) or else by an
+exact `aria-label`, `title`, `alt` or `placeholder`; for typing, only a form field by its
+label attributes; for a select, the select with an option of that text. An entry may instead
+give `selector`, used as is. Either way the trigger is kept only when replaying the action on
+the reference finds exactly one element and changes the page; anything else is a
+`SkippedInteraction` with its reason.
 """
 
 from __future__ import annotations
@@ -104,34 +105,55 @@ def read_actions(path: Path) -> dict[str, PublishedInteraction]:
 
 
 class Derived(NamedTuple):
-    """What an action's words say: the kind, the typed text, and the candidate selectors,
-    tried in order until one finds an element."""
+    """What an action's words say: the kind, the typed text or chosen option, and the
+    candidate selectors, tried in order until one finds an element; `looked_for` says what
+    they look for (None for a selector given as is)."""
 
     action: Action
     value: str | None
     candidates: tuple[str, ...]
-    name: str | None
+    looked_for: str | None
 
 
 _QUOTED = re.compile(r"[\"“]([^\"“”]+)[\"”]")
 _HOVER = ("hover", "move the cursor", "move the cursur", "move the mouse", "mouse over")
 _TYPE = ("type", "enter", "input", "fill")
+_SELECT = ("switch", "select", "choose", "change")
 
 
 def _css_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_FIELDS = ':is(input, textarea, select, [contenteditable=""], [contenteditable="true"])'
+_FIELDS = ':is(input, textarea, [contenteditable=""], [contenteditable="true"])'
 
 
-def _by_name(name: str, action: Action) -> tuple[str, ...]:
-    quoted = _css_string(name)
-    labels = ", ".join(f"[{a}={quoted}]" for a in ("aria-label", "title", "alt", "placeholder"))
-    if action == "type":
-        # Text is typed into a field, which shows no text of its own to be found by.
-        return (f"{_FIELDS}:is({labels})",)
-    return (f":text-is({quoted})", f":is({labels})")
+def _labels(name: str, attributes: tuple[str, ...]) -> str:
+    return ":is(" + ", ".join(f"[{a}={_css_string(name)}]" for a in attributes) + ")"
+
+
+def _by_name(name: str) -> tuple[tuple[str, ...], str]:
+    attributes = ("aria-label", "title", "alt", "placeholder")
+    return (
+        (f":text-is({_css_string(name)})", _labels(name, attributes)),
+        f"shows the text {name!r} or has it as its aria-label, title, alt or placeholder",
+    )
+
+
+def _field(name: str) -> tuple[tuple[str, ...], str]:
+    # Text is typed into a field, which shows no text of its own to be found by.
+    attributes = ("aria-label", "title", "placeholder")
+    return (
+        (_FIELDS + _labels(name, attributes),),
+        f"is a form field with the aria-label, title or placeholder {name!r}",
+    )
+
+
+def _select(option: str) -> tuple[tuple[str, ...], str]:
+    return (
+        (f"select:has(option:text-is({_css_string(option)}))",),
+        f"is a select with an option {option!r}",
+    )
 
 
 def derive(entry: PublishedInteraction) -> Derived | tuple[str, str]:
@@ -151,10 +173,14 @@ def derive(entry: PublishedInteraction) -> Derived | tuple[str, str]:
         action = "hover"
     elif lower.startswith(_TYPE) and len(quoted) >= 2:
         action, value, quoted = "type", quoted[0], quoted[1:]
+    elif lower.startswith(_SELECT) and quoted:
+        # `switch "A" option to "B" option`: the select showing A, set to B (by its label,
+        # which the replay's select_option matches as it matches a value).
+        action, value = "select", quoted[-1]
     else:
         return "unsupported_action", (
-            f"{words!r} is not read as click, hover or type (with the text and the field "
-            "quoted); the project's actions are click, hover, type, select and key"
+            f"{words!r} is not read as click, hover, type or select (with the text, field "
+            "or options quoted); the project's actions are click, hover, type, select and key"
         )
     if entry.selector is not None:
         return Derived(action, value, (entry.selector,), None)
@@ -162,7 +188,9 @@ def derive(entry: PublishedInteraction) -> Derived | tuple[str, str]:
         return "no_trigger_name", (
             f"{words!r} names no element in quotes, so no trigger can be found in the page"
         )
-    return Derived(action, value, _by_name(quoted[0], action), quoted[0])
+    finders = {"type": _field, "select": _select}
+    candidates, looked_for = finders.get(action, _by_name)(quoted[0])
+    return Derived(action, value, candidates, looked_for)
 
 
 class Imported(NamedTuple):
@@ -214,12 +242,9 @@ def _found(
         if refused.problem != "trigger_not_found":
             return refused.problem, refused.detail
     assert refused is not None
-    if derived.name is None:
+    if derived.looked_for is None:
         return refused.problem, refused.detail
-    return "trigger_not_found", (
-        f"no element of reference.html shows the text {derived.name!r} or has it as its "
-        "aria-label, title, alt or placeholder"
-    )
+    return "trigger_not_found", f"no element of reference.html {derived.looked_for}"
 
 
 def import_interactions(
