@@ -1,11 +1,13 @@
 """Small source folders in each published layout, written by the tests (the real sets are not
-downloaded here). Each holds an ordinary page, and one page each that loads a remote resource,
+downloaded here; the Interaction2Code layout follows WebPAI/Interaction2Code's sample/ at commit
+3e55b39). Each holds an ordinary page, and one page each that loads a remote resource,
 shows no text, and fails to render, so every kind of refusal is met (the plain folder also has a
 page that grows with its viewport, which no height can show whole).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PIL import Image
@@ -14,6 +16,8 @@ __all__ = [
     "D2C_SCREENSHOT",
     "D2C_REMOTE_URL",
     "BEACON_URL",
+    "I2C_REMOTE_URL",
+    "I2C_SCREENSHOT",
     "write_design2code",
     "write_html_folder",
     "write_interaction2code",
@@ -116,18 +120,111 @@ def write_html_folder(folder: Path) -> Path:
     return folder
 
 
+def _i2c_page(
+    folder: Path, html: dict[str, str], actions: dict[str, dict[str, object]], states: int
+) -> None:
+    """One page folder as published (action.json, the states' screenshots with marked copies,
+    each interaction's crop), with the saved page(s) the importer needs beside them."""
+    folder.mkdir(parents=True)
+    for name, text in html.items():
+        (folder / name).write_text(text)
+    for state in range(states):
+        _png(folder / f"{state}.png", I2C_SCREENSHOT, "#ffffff" if state % 2 == 0 else "#eeeeff")
+        _png(folder / f"{state}_mark.png", I2C_SCREENSHOT, "#ffeeee")
+    for key in actions:
+        _png(folder / f"interaction_{key}.png", (80, 40), "#ddd")
+    top = {"link": f"https://pages.example.org/{folder.name}", "topic": "fixture"}
+    (folder / "action.json").write_text(json.dumps(top | {"framework": "none"} | actions))
+
+
+def _i2c_action(src: int, action: str, description: str, **extra: object) -> dict[str, object]:
+    return {
+        "src": str(src),
+        "dst": str(src + 1),
+        "action": action,
+        "description": description,
+        "tag type": ["button"],
+        "visual type": ["color"],
+    } | extra
+
+
+I2C_SCREENSHOT = (640, 400)
+I2C_REMOTE_URL = "https://cdn.example.org/site.css"
+
+
 def write_interaction2code(folder: Path) -> Path:
-    """Interaction2Code's layout: per page a folder with the page, its screenshots, and per
-    interaction an `action.json` with the screenshots before and after it."""
-    page = folder / "1"
-    page.mkdir(parents=True)
-    (page / "1.html").write_text(
-        _page("Tabs", "<h1>Tabs</h1><button id='b'>Open</button><div id='p' hidden>Panel</div>")
+    """Interaction2Code's layout: a folder per page with its action.json and screenshots, plus
+    the saved page. Page 1: a click and a hover that work, a named element the page does not
+    have, a drag, a click that changes nothing. Page 2: typing into a field found by its
+    placeholder, a name two buttons share, a trigger given by an explicit selector, an explicit
+    selector that matches nothing, and a select switched from one option to another. Page 3
+    loads a remote stylesheet; page 4 is as published (no HTML); page 5's only interaction
+    changes nothing, so it has none to import."""
+    folder.mkdir(parents=True)
+    style = "<link rel='stylesheet' href='site.css'>"
+    _i2c_page(
+        folder / "1",
+        {
+            "index.html": _page(
+                "Studio",
+                "<nav><a id='pricing' href='#'>Pricing</a></nav><h1>Studio</h1>"
+                "<button onclick=\"document.body.classList.toggle('dark')\">Dark mode</button>"
+                "<button>Static</button><p>Design for small teams.</p>",
+                head=style,
+            ),
+        },
+        {
+            "1": _i2c_action(0, 'click the "Dark mode" button', "the page turns dark"),
+            "2": _i2c_action(2, 'hover the mouse over the "Pricing" item', "Pricing lights up"),
+            "3": _i2c_action(4, 'click on the "Newsletter" button', "a sign-up form opens"),
+            "4": _i2c_action(6, "Drag the progress bar", "the bar moves"),
+            "5": _i2c_action(8, 'click to the "Static" button', "nothing visible"),
+        },
+        10,
     )
-    _png(page / "1.png", (640, 400), "#fff")
-    action = page / "action_1"
-    action.mkdir()
-    (action / "action.json").write_text('{"type": "click", "selector": "#b"}\n')
-    _png(action / "before.png", (640, 400), "#fff")
-    _png(action / "after.png", (640, 400), "#fef")
+    (folder / "1" / "site.css").write_text(
+        ".dark{background:#222;color:#eee}#pricing{padding:4px}#pricing:hover{background:#fc0}\n"
+    )
+    _i2c_page(
+        folder / "2",
+        {
+            "page.html": _page(
+                "Search",
+                "<h1>Search</h1><input placeholder='Search' style='font-size:20px'>"
+                "<button id='go' onclick=\"document.getElementById('out').textContent="
+                "'Results for hello'\">&#128269;</button><p id='out'></p>"
+                "<button>More</button><button>More</button>"
+                "<select onchange=\"document.getElementById('out').textContent="
+                "'Language: ' + this.value\"><option value='py'>Python</option>"
+                "<option value='php'>PHP</option></select>",
+            ),
+        },
+        {
+            "1": _i2c_action(0, 'type "hello" into the "Search" box', "the text appears"),
+            "2": _i2c_action(2, 'click the "More" button', "more results"),
+            "3": _i2c_action(4, "click the magnifier icon", "results show", selector="#go"),
+            "4": _i2c_action(6, "click the filter", "filters show", selector="#filters"),
+            "5": _i2c_action(8, 'switch "Python" option to "PHP" option', "PHP is chosen"),
+        },
+        10,
+    )
+    _i2c_page(
+        folder / "3",
+        {
+            "index.html": _page(
+                "Remote",
+                "<h1>Remote</h1><button>Go</button>",
+                head=f"<link rel='stylesheet' href='{I2C_REMOTE_URL}'>",
+            ),  # fmt: skip
+        },
+        {"1": _i2c_action(0, 'click the "Go" button', "it goes")},
+        2,
+    )
+    _i2c_page(folder / "4", {}, {"1": _i2c_action(0, 'click the "Menu" button', "opens")}, 2)
+    _i2c_page(
+        folder / "5",
+        {"index.html": _page("Still", "<h1>Still</h1><button>Idle</button>")},
+        {"1": _i2c_action(0, 'click the "Idle" button', "nothing happens")},
+        2,
+    )
     return folder

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -19,40 +17,17 @@ from tasksets.published_layouts import (
     D2C_SCREENSHOT,
     write_design2code,
     write_html_folder,
-    write_interaction2code,
 )
+from tasksets.set_checks import check_set, hashed_files, read_manifest, run_import, sha256_of
 from veriharness.experiment.config import load_task
 from veriharness.runfolder.render import DomRecord
-
-CHROMIUM = {"VERIHARNESS_CHROMIUM": "/usr/bin/chromium"}
-
-
-def _sha256(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _files(dest: Path) -> dict[str, str]:
-    """Every file of every task folder of a set, hashed here independently of the importer."""
-    return {
-        p.relative_to(dest).as_posix(): _sha256(p)
-        for p in sorted(dest.rglob("*"))
-        if p.is_file() and p.name != "manifest.yaml"
-    }
-
-
-def _manifest(dest: Path) -> dict:
-    return yaml.safe_load((dest / "manifest.yaml").read_text())
-
-
-def _import(layout: str, source: Path, dest: Path, *options: str):
-    return veriharness("import-tasks", layout, source, dest, *options, env=CHROMIUM, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def d2c(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("d2c")
     source, dest = write_design2code(base / "testset"), base / "sets" / "d2c-sample"
-    return _import("design2code", source, dest, "--set-version", "2024-03 sample"), source, dest
+    return run_import("design2code", source, dest, "--set-version", "2024-03 sample"), source, dest
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +36,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory):
     source, dest = write_html_folder(base / "site"), base / "sets" / "site"
     options = ("--width", "800", "--height", "600", "--name", "bike-shop")
     return (
-        _import("html-folder", source, dest, *options, "--description", "The shop's pages."),
+        run_import("html-folder", source, dest, *options, "--description", "The shop's pages."),
         source,
         dest,
     )
@@ -74,7 +49,7 @@ def test_design2code_pages_become_tasks_and_every_refusal_is_listed(d2c) -> None
     assert (
         "4 skipped (1 no_screenshot, 1 no_text, 1 remote_resources, 1 render_failed)" in proc.stdout
     )
-    manifest = _manifest(dest)
+    manifest = read_manifest(dest)
     assert manifest["tasks"] == ["1", "5"]
     skipped = {s["page"]: s for s in manifest["skipped"]}
     assert {page: s["reason"] for page, s in skipped.items()} == {
@@ -99,9 +74,9 @@ def test_design2code_task_folders_hold_the_page_its_assets_and_its_render(d2c) -
     assert task["source"] == {
         "layout": "design2code",
         "page": "1.html",
-        "page_sha256": _sha256(source / "1.html"),
+        "page_sha256": sha256_of(source / "1.html"),
         "screenshot": "1.png",
-        "screenshot_sha256": _sha256(source / "1.png"),
+        "screenshot_sha256": sha256_of(source / "1.png"),
     }
     assert (dest / "1" / "reference.html").read_bytes() == (source / "1.html").read_bytes()
     assert (dest / "1" / "rick.jpg").read_bytes() == (source / "rick.jpg").read_bytes()
@@ -119,19 +94,22 @@ def test_design2code_task_folders_hold_the_page_its_assets_and_its_render(d2c) -
 
 def test_design2code_manifest_names_the_set_its_source_and_every_file(d2c) -> None:
     _, source, dest = d2c
-    manifest = _manifest(dest)
+    manifest = read_manifest(dest)
     assert manifest["name"] == "d2c-sample" and manifest["version"] == "2024-03 sample"
     assert manifest["description"]
     assert manifest["source"] == {"layout": "design2code", "path": str(source), "pages": 6}
     assert manifest["importer"]["version"] == "1"
-    assert manifest["files"] == _files(dest)
+    assert manifest["files"] == hashed_files(dest)
+    # The source files each task was made from, by their own checksums.
+    used = ("1.html", "1.png", "5.html", "5.png", "rick.jpg")
+    assert manifest["source_files"] == {name: sha256_of(source / name) for name in used}
 
 
 def test_a_plain_folder_keeps_nested_assets_and_refuses_what_only_the_render_sees(plain) -> None:
     proc, source, dest = plain
     assert proc.returncode == 1, proc.stderr
     assert "2 of 8 page(s) imported" in proc.stdout
-    manifest = _manifest(dest)
+    manifest = read_manifest(dest)
     assert manifest["name"] == "bike-shop" and manifest["description"] == "The shop's pages."
     assert manifest["tasks"] == ["Contact-Us", "about"]
     skipped = {s["page"]: (s["reason"], s["detail"]) for s in manifest["skipped"]}
@@ -157,16 +135,7 @@ def test_a_plain_folder_keeps_nested_assets_and_refuses_what_only_the_render_see
         assert (dest / "about" / asset).read_bytes() == (source / asset).read_bytes()
     assert load_task(dest, "about").viewport.width == 800
     assert load_task(dest, "Contact-Us").title == "Contact"
-    assert manifest["files"] == _files(dest)
-
-
-def test_interaction2code_is_refused_by_name(tmp_path: Path) -> None:
-    source = write_interaction2code(tmp_path / "i2c")
-    proc = veriharness("import-tasks", "interaction2code", source, tmp_path / "out")
-    assert proc.returncode == 2
-    assert "layout 'interaction2code' is not imported yet" in proc.stderr
-    assert "action.json" in proc.stderr
-    assert not (tmp_path / "out").exists()
+    assert manifest["files"] == hashed_files(dest)
 
 
 def test_a_set_is_never_written_into_a_folder_that_holds_files(tmp_path: Path) -> None:
@@ -184,39 +153,26 @@ def test_a_source_with_no_usable_page_exits_2_and_says_why(tmp_path: Path) -> No
     source = tmp_path / "site"
     source.mkdir()
     (source / "blank.html").write_text("<!doctype html><div style='height:50px'></div>")
-    proc = _import("html-folder", source, tmp_path / "set")
+    proc = run_import("html-folder", source, tmp_path / "set")
     assert proc.returncode == 2
     assert "0 of 1 page(s) imported" in proc.stdout
     assert "skipped blank.html: no_text" in proc.stderr
     assert f"no page of {source} could be imported" in proc.stderr
-    assert _manifest(tmp_path / "set")["tasks"] == []
-
-
-def _check(tmp_path: Path, tasks_dir: Path | None) -> tuple[int, str, dict | None]:
-    out = tmp_path / "exp" / "experiment.json"
-    out.unlink(missing_ok=True)
-    overrides = {"experiment": "imported"} | ({"tasks_dir": str(tasks_dir)} if tasks_dir else {})
-    proc = veriharness(
-        "check-experiment", "--config", ROOT / "config" / "config.yaml", "--project-root", ROOT,
-        "--out", out, "--allow-uncommitted", "--config-json", json.dumps(overrides),
-        env=CHROMIUM, timeout=120,
-    )  # fmt: skip
-    record = json.loads(out.read_text()) if out.is_file() else None
-    return proc.returncode, proc.stderr, record
+    assert read_manifest(tmp_path / "set")["tasks"] == []
 
 
 def test_check_experiment_records_the_set_and_refuses_a_changed_file(d2c, tmp_path) -> None:
     dest = tmp_path / "d2c-sample"
     shutil.copytree(d2c[2], dest)
-    code, stderr, record = _check(tmp_path, dest)
+    code, stderr, record = check_set(tmp_path, dest)
     assert code == 0, stderr
     assert record is not None and record["task_ids"] == ["1", "5"]
     assert record["task_set"] == {
         "name": "d2c-sample",
         "version": "2024-03 sample",
         "manifest": str(dest / "manifest.yaml"),
-        "manifest_sha256": _sha256(dest / "manifest.yaml"),
-        "files_verified": len(_files(dest)),
+        "manifest_sha256": sha256_of(dest / "manifest.yaml"),
+        "files_verified": len(hashed_files(dest)),
         "source_layout": "design2code",
         "importer_version": "1",
     }
@@ -225,7 +181,7 @@ def test_check_experiment_records_the_set_and_refuses_a_changed_file(d2c, tmp_pa
     page.write_text(page.read_text() + "<!-- edited -->\n")
     (dest / "1" / "rick.jpg").unlink()
     (dest / "5" / "notes.txt").write_text("added after import")
-    code, stderr, record = _check(tmp_path, dest)
+    code, stderr, record = check_set(tmp_path, dest)
     assert code == 2 and record is None
     assert "changed since import: 1/reference.html" in stderr
     assert "missing: 1/rick.jpg" in stderr
@@ -233,14 +189,14 @@ def test_check_experiment_records_the_set_and_refuses_a_changed_file(d2c, tmp_pa
 
 
 def test_the_example_set_is_recorded_with_its_manifest_and_no_checksums(tmp_path) -> None:
-    code, stderr, record = _check(tmp_path, None)
+    code, stderr, record = check_set(tmp_path, None)
     assert code == 0, stderr
     assert record is not None
     assert record["task_set"] == {
         "name": "veriharness-examples",
         "version": "0.2",
         "manifest": "tasks/manifest.yaml",
-        "manifest_sha256": _sha256(ROOT / "tasks" / "manifest.yaml"),
+        "manifest_sha256": sha256_of(ROOT / "tasks" / "manifest.yaml"),
         "files_verified": None,
         "source_layout": None,
         "importer_version": None,
@@ -252,6 +208,6 @@ def test_a_bad_manifest_is_refused_naming_the_field(tmp_path) -> None:
     shutil.copytree(ROOT / "tasks", dest)
     manifest = yaml.safe_load((dest / "manifest.yaml").read_text())
     (dest / "manifest.yaml").write_text(yaml.safe_dump(manifest | {"version": 3}))
-    code, stderr, _ = _check(tmp_path, dest)
+    code, stderr, _ = check_set(tmp_path, dest)
     assert code == 2
     assert "manifest.yaml: version: Input should be a valid string (got 3)" in stderr

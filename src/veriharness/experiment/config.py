@@ -69,6 +69,8 @@ __all__ = [
     "config_schema",
     "Viewport",
     "TaskSpec",
+    "TaskSource",
+    "SourceInteraction",
     "ConditionSpec",
     "is_placeholder_model",
     "load_config",
@@ -584,9 +586,23 @@ class Viewport(BaseModel):
     height: int = Field(ge=1)
 
 
+class SourceInteraction(BaseModel):
+    """Which published interaction an imported task's interaction came from (Interaction2Code:
+    its key in action.json, the screenshots before and after it, the action text read)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    key: str
+    action: str | None
+    before: str
+    before_sha256: str
+    after: str
+    after_sha256: str
+
+
 class TaskSource(BaseModel):
     """Where an imported task's page came from (`import-tasks`): its layout, file names and
-    checksums as published."""
+    checksums as published (paths relative to the source folder)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     layout: str
@@ -594,6 +610,9 @@ class TaskSource(BaseModel):
     page_sha256: str
     screenshot: str | None = None
     screenshot_sha256: str | None = None
+    actions: str | None = None
+    actions_sha256: str | None = None
+    interactions: tuple[SourceInteraction, ...] = ()
 
 
 class TaskSpec(BaseModel):

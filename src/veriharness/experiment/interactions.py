@@ -61,7 +61,11 @@ class Interaction(BaseModel):
     id: str = Field(pattern=_ID)
     requirement: str = Field(min_length=1)
     action: Action
-    trigger: str = Field(min_length=1, description="CSS selector of the trigger in reference.html")
+    trigger: str = Field(
+        min_length=1,
+        description="CSS selector of the trigger in reference.html, as Playwright's locator "
+        "reads it (its extensions such as :text-is() included)",
+    )
     value: str | None = None
 
     @model_validator(mode="after")

@@ -26,6 +26,8 @@ __all__ = [
     "MANIFEST",
     "IMPORT_LAYOUTS",
     "Layout",
+    "SkippedInteraction",
+    "SkippedInteractionReason",
     "SkippedPage",
     "SkipReason",
     "SetSource",
@@ -54,6 +56,23 @@ SkipReason = Literal[
     "duplicate_id",
     "too_tall",
     "asset_name_clash",
+    "no_page_html",
+    "several_page_html",
+    "bad_action_json",
+    "no_interactions",
+]
+
+# Why one interaction of an Interaction2Code page was not imported (P-50).
+SkippedInteractionReason = Literal[
+    "no_action_text",
+    "unsupported_action",
+    "no_trigger_name",
+    "missing_screenshot",
+    "trigger_not_found",
+    "trigger_ambiguous",
+    "action_failed",
+    "unclean_replay",
+    "no_change",
 ]
 
 
@@ -63,6 +82,17 @@ class SkippedPage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     page: str
     reason: SkipReason
+    detail: str
+
+
+class SkippedInteraction(BaseModel):
+    """An interaction of a source page left out (of an imported task or of a skipped page)."""
+
+    model_config = ConfigDict(extra="forbid")
+    page: str
+    interaction: str
+    """Its key in the page's action.json."""
+    reason: SkippedInteractionReason
     detail: str
 
 
@@ -99,6 +129,10 @@ class TaskSetManifest(BaseModel):
     files: dict[str, _Digest] | None = None
     """`<task>/<path>` -> sha256 of every file of every listed task."""
     skipped: list[SkippedPage] = []
+    skipped_interactions: list[SkippedInteraction] = []
+    source_files: dict[str, _Digest] | None = None
+    """Path relative to the source folder -> sha256 of every source file an imported task was
+    made from (page, assets, screenshot, action.json and the interactions' images)."""
 
 
 class TaskSetRecord(BaseModel):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import shutil
 from io import BytesIO
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -48,10 +49,13 @@ from veriharness.runfolder.states import (
 )
 
 __all__ = [
+    "ReplayProblem",
+    "UnreplayableInteraction",
     "changed_region",
     "marked_copy",
     "render_answer_states",
     "render_reference_states",
+    "replay_on_reference",
 ]
 
 _TRIGGER_COLOUR = (37, 99, 235)
@@ -103,34 +107,65 @@ def _reference_problems(capture: Capture) -> list[str]:
     return problems
 
 
-def _replay_on_reference(
+# What kept an interaction from being replayed on a reference, first that applies.
+ReplayProblem = Literal[
+    "unclean_replay", "trigger_not_found", "trigger_ambiguous", "action_failed", "no_change"
+]
+
+
+class UnreplayableInteraction(RenderSetupError):
+    """An interaction the reference refuses; `problem` says which kind of refusal."""
+
+    def __init__(self, named: str, problem: ReplayProblem, detail: str):
+        super().__init__(f"{named}: {detail}")
+        self.problem: ReplayProblem = problem
+        self.detail = detail
+
+
+def _replay_problem(capture: Capture, trigger: str) -> tuple[ReplayProblem, str] | None:
+    """The kind of the first problem and every problem's words; None when the replay is clean."""
+    problems = _reference_problems(capture)
+    kind: ReplayProblem | None = "unclean_replay" if problems else None
+    result = capture.act
+    if result is None or capture.viewport_png is None:
+        problems.append("no capture")
+        kind = kind or "unclean_replay"
+    elif result.trigger_matches is None:
+        problems.append(f"the trigger could not be looked up: {result.error}")
+        kind = kind or "unclean_replay"
+    elif result.trigger_matches != 1:
+        problems.append(
+            f"trigger selector {trigger!r} matches {result.trigger_matches} elements "
+            "in reference.html; it must match exactly one"
+        )
+        kind = kind or ("trigger_not_found" if result.trigger_matches == 0 else "trigger_ambiguous")
+    elif not result.acted:
+        problems.append(f"the action failed: {result.error}")
+        kind = kind or "action_failed"
+    return None if kind is None else (kind, "; ".join(problems))
+
+
+def replay_on_reference(
     renderer: Renderer, task_dir: Path, task_id: str, interaction: Interaction, viewport: Size
 ) -> tuple[InteractionState, Capture]:
+    """Replay one interaction on the task's reference.html and say what it changed; raises
+    `UnreplayableInteraction` (naming the task, the interaction and the value) when it cannot."""
     html = task_dir / "reference.html"
     capture = renderer.capture(html, task_dir, viewport, _act(interaction, interaction.trigger))
     named = (
         f"task {task_id!r} interaction {interaction.id!r} ({interaction.action} on "
         f"{interaction.trigger!r}, value {interaction.value!r})"
     )
-    problems = _reference_problems(capture)
     result = capture.act
-    if result is None or capture.viewport_png is None:
-        problems.append("no capture")
-    elif result.trigger_matches is None:
-        problems.append(f"the trigger could not be looked up: {result.error}")
-    elif result.trigger_matches != 1:
-        problems.append(
-            f"trigger selector {interaction.trigger!r} matches {result.trigger_matches} elements "
-            "in reference.html; it must match exactly one"
-        )
-    elif not result.acted:
-        problems.append(f"the action failed: {result.error}")
-    if problems:
-        raise RenderSetupError(f"{named}: " + "; ".join(problems))
+    problem = _replay_problem(capture, interaction.trigger)
+    if problem is not None:
+        raise UnreplayableInteraction(named, *problem)
     assert result is not None and result.before_png is not None and capture.viewport_png
     changed = changed_region(result.before_png, capture.viewport_png)
     if changed is None:
-        raise RenderSetupError(f"{named}: the action changes nothing on the reference")
+        raise UnreplayableInteraction(
+            named, "no_change", "the action changes nothing on the reference"
+        )
     box, count = changed
     state = InteractionState(
         id=interaction.id,
@@ -163,7 +198,7 @@ def render_reference_states(
     files: dict[str, bytes | str] = {}
     states = []
     for interaction in interactions:
-        state, capture = _replay_on_reference(renderer, task_dir, task_id, interaction, viewport)
+        state, capture = replay_on_reference(renderer, task_dir, task_id, interaction, viewport)
         names = state_files(interaction.id)
         assert capture.viewport_png is not None
         files[names["png"]] = capture.viewport_png

@@ -1,7 +1,8 @@
 """The task-set verb, `import-tasks`: its arguments, and the calls to `layouts` and `convert`.
 
-Exit status: 0 every page imported; 1 the set was written but some pages were left out (each
-named with its reason on standard error and in the manifest); 2 nothing was imported (a refused
+Exit status: 0 every page imported; 1 the set was written but some pages (or some interactions
+of an Interaction2Code page) were left out, each named with its reason on standard error and
+in the manifest; 2 nothing was imported (a refused
 layout, an unusable source or destination, bad arguments, or every page skipped: the manifest
 then lists why, and its set has no task).
 """
@@ -33,13 +34,17 @@ def add_import_tasks_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--id-prefix", default="", help="put before every task id (default: none)")
     parser.add_argument(
-        "--width", type=int, default=1280, help="html-folder: viewport width (default %(default)s)"
+        "--width",
+        type=int,
+        default=1280,
+        help="html-folder, interaction2code: viewport width (default %(default)s)",
     )
     parser.add_argument(
         "--height",
         type=int,
         default=800,
-        help="html-folder: first viewport height; a taller page gets its own height "
+        help="html-folder, interaction2code: first viewport height; a taller page gets its own "
+        "height "
         "(default %(default)s)",
     )
     add_browser_arguments(parser)
@@ -91,9 +96,26 @@ def run_import_tasks(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if args.layout == "interaction2code":
+        by_reason = Counter(s.reason for s in manifest.skipped_interactions)
+        print(
+            f"import-tasks: {imported.interactions} interaction(s) imported; "
+            f"{len(manifest.skipped_interactions)} skipped"
+            + (
+                " (" + ", ".join(f"{n} {r}" for r, n in sorted(by_reason.items())) + ")"
+                if by_reason
+                else ""
+            )
+        )
     for skipped in manifest.skipped:
         print(f"skipped {skipped.page}: {skipped.reason}: {skipped.detail}", file=sys.stderr)
+    for action in manifest.skipped_interactions:
+        print(
+            f"skipped interaction {action.interaction} of {action.page}: {action.reason}: "
+            f"{action.detail}",
+            file=sys.stderr,
+        )
     if not manifest.tasks:
         print(f"import-tasks: no page of {source} could be imported", file=sys.stderr)
         return 2
-    return 1 if manifest.skipped else 0
+    return 1 if manifest.skipped or manifest.skipped_interactions else 0
