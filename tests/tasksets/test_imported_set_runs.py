@@ -1,7 +1,9 @@
 """An imported task set is an experiment's tasks: one run of an imported page through Snakemake,
 the real claude CLI with the offline model, Chromium and the scorer, in a copy of the project
 whose only tasks are the set's (a static page, and an Interaction2Code page whose interactions
-are replayed on the answer and scored)."""
+are replayed on the answer and scored). The static page runs the cell without the verification
+module, whose session is the shorter; the interactive page the cell with it, where the offline
+agent wires the first stated interaction."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def test_an_imported_page_runs_scores_and_is_named_in_the_record(tmp_path: Path)
     args = ("html-folder", source, "--width", "800", "--height", "600")
     project = _project_with_set(tmp_path, "site", *args)
 
-    run = Path("results/imported/b3-present/about/r1")
+    run = Path("results/imported/b3-absent/about/r1")
     result = snakemake(project, "--cores", "2", str(run / "metrics.json"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     outcome = json.loads((project / run / "outcome.json").read_text())
