@@ -20,27 +20,27 @@ from veriharness._util.tesseract_cache import CACHE_ENV
 
 HERE = Path(__file__).resolve().parent
 # Every file that took 40 s or more, longest first: the sum of its setups, calls and teardowns
-# in `--durations=0` of a fresh clone's run on two workers (2 December 2026; from about 500 s
-# for the cluster test down). A file renamed or removed must leave this list too.
+# in the --durations of fresh clones' runs and of the files run alone (2 December 2026; from
+# about 450 s for the recovery tests down). A file renamed or removed must leave this list too.
 LONGEST_FIRST = [
-    "cluster/test_slurm.py",
     "workflow/test_recovery.py",
-    "workflow/test_failed_runs.py",
+    "cluster/test_slurm.py",
     "workflow/test_pipeline.py",
     "spend/test_spend_pipeline.py",
     "agent/test_faults.py",
-    "external/test_external.py",
     "render/test_hostile_answers.py",
     "report/test_report.py",
     "report/test_inspect_export.py",
     "score/test_score.py",
+    "tasksets/test_imported_set_runs.py",
+    "external/test_external.py",
     "agent/test_proxy.py",
     "render/test_render_pool.py",
     "workflow/test_foundation.py",
     "spend/test_unpriced_pipeline.py",
+    "workflow/test_failed_runs.py",
     "experiment/test_experiment.py",
     "tasksets/test_import_tasks.py",
-    "tasksets/test_imported_set_runs.py",
 ]
 
 
