@@ -268,7 +268,7 @@ def test_compare_command_on_collected_runs_finds_the_planted_effect(tmp_path) ->
     assert ssim.ci_low > 0.02 and ssim.ci_high < 0.08 and ssim.wins == 12
     assert set(table.index) >= {"metric_mae", "metric_ocr_word_f1", "cost_usd", "turns"}
     md = (exp.exp_dir / "comparison.md").read_text()
-    assert "2000 resamples (seed 4)" in md and "| metric_ssim | itt | 12 | 0 | 0/0 |" in md
+    assert "2000 resamples (seed 4)" in md and "| metric_ssim | itt | 12 | 0 | 0 | 0/0 |" in md
 
 
 def test_compare_without_collected_tables_says_what_to_run(tmp_path) -> None:
@@ -532,3 +532,28 @@ def test_through_collect_and_compare_a_condition_that_fails_more_cannot_look_bet
     md = (exp.exp_dir / "comparison.md").read_text()
     assert "## Runs excluded: 1 (not the agent's doing)" in md
     assert "| base | task-002 | 1 | not_started |" in md
+
+
+def test_a_task_an_interaction_measure_does_not_apply_to_is_not_applicable_not_excluded() -> (
+    None
+):
+    rows = [
+        # (condition, task, interactions stated, Implement Rate)
+        ("A", "static", 0, None),
+        ("B", "static", 0, None),
+        ("A", "tabs", 1, 0.0),
+        ("B", "tabs", 1, 1.0),
+        ("A", "toggle", 2, 0.5),
+        ("B", "toggle", 2, None),  # stated, yet no value: excluded
+    ]
+    runs = _runs([(c, t, 1, 0.5, 1.0) for c, t, _, _ in rows]).assign(
+        interactions_stated=[n for *_, n, _ in rows],
+        metric_implement_rate=[v for *_, v in rows],
+    )
+    table = compare.compare_conditions(runs, "A", "B", resamples=200)
+    rate = _row(table, "metric_implement_rate")
+    assert (rate.n_pairs, rate.n_excluded, rate.n_not_applicable) == (1, 1, 1)
+    ssim = _row(table, "metric_ssim")
+    assert (ssim.n_pairs, ssim.n_excluded, ssim.n_not_applicable) == (3, 0, 0)
+    text = compare.comparison_markdown(table)
+    assert "| excl. | n/a |" in text and "| metric_implement_rate | itt | 1 | 1 | 1 |" in text

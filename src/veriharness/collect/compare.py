@@ -18,7 +18,9 @@ Design notes:
 - The unit of a pair is the task: each side's value is the mean over that task's counted
   replicates, so replicates never count as independent tasks. `n_runs_b`/`n_runs_t` count the
   runs behind the means and `n_floor_b`/`n_floor_t` those valued at the floor. A task with a side
-  but no value (a measure the scorer could not compute for it) is counted in `n_excluded`.
+  but no value (a measure the scorer could not compute for it) is counted in `n_excluded`; a task
+  a measure does not apply to (an interaction measure of a task that states none) in
+  `n_not_applicable`.
 - The 95% interval of the mean difference is a percentile bootstrap over tasks: `resamples`
   resamples drawn with numpy's default generator seeded by `seed`.
 - `p_value` is a two-sided sign-flip permutation test of the mean difference (exact over all
@@ -161,6 +163,7 @@ def _measure_row(
     both = b.index.intersection(t.index)
     b, t = b.loc[both], t.loc[both]
     usable = b.notna() & t.notna()
+    applies = _applies(measure, sides, both)
     diffs = (t - b)[usable].to_numpy(float)
     low, high = bootstrap_ci(diffs, resamples, seed)
     higher, lower = int((diffs > 0).sum()), int((diffs < 0).sum())
@@ -169,7 +172,8 @@ def _measure_row(
         "measure": measure,
         "better": better,
         "n_pairs": int(usable.sum()),
-        "n_excluded": int((~usable).sum()),
+        "n_excluded": int((~usable & applies).sum()),
+        "n_not_applicable": int((~applies).sum()),
         "n_runs_b": int(b_count.loc[keep].sum()),
         "n_runs_t": int(t_count.loc[keep].sum()),
         "n_floor_b": int(b_floor.loc[keep].sum()),
@@ -186,6 +190,20 @@ def _measure_row(
         "treatment_higher": higher,
         "treatment_lower": lower,
     }
+
+
+def _applies(
+    measure: str, sides: tuple[pd.DataFrame, pd.DataFrame], tasks: pd.Index
+) -> pd.Series:
+    """Per task of `tasks`: whether `measure` applies to it (a measure of interactions or
+    viewports only to a task that states some, as its runs' count column says)."""
+    spec = FIDELITY_MEASURES.get(measure)
+    when = None if spec is None else spec.applies_when
+    if when is None:
+        return pd.Series(True, index=tasks)
+    stated = pd.concat([side[["task", when]] for side in sides if when in side])
+    counts = pd.to_numeric(stated[when], errors="coerce").fillna(0).groupby(stated["task"]).max()
+    return counts.reindex(tasks, fill_value=0).gt(0)
 
 
 def _by_task(runs: pd.DataFrame, measure: str) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -441,9 +459,9 @@ def _fmt(value: object) -> str:
 def _measure_lines(table: pd.DataFrame, family: str) -> list[str]:
     rows = table[table["family"] == family]
     lines = [
-        "| measure | population | n | excl. | floor b/t | baseline | treatment | diff | 95% CI "
-        "| p | p (Holm) | W/T/L |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| measure | population | n | excl. | n/a | floor b/t | baseline | treatment | diff "
+        "| 95% CI | p | p (Holm) | W/T/L |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows.itertuples():
         wtl = (
@@ -453,6 +471,7 @@ def _measure_lines(table: pd.DataFrame, family: str) -> list[str]:
         )
         lines.append(
             f"| {r.measure} | {r.population} | {r.n_pairs} | {r.n_excluded} | "
+            f"{r.n_not_applicable} | "
             f"{r.n_floor_b}/{r.n_floor_t} | {_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | "
             f"{_fmt(r.mean_diff)} | [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {_fmt_p(r.p_value)} | "
             f"{_fmt_p(r.p_holm)} | {wtl} |"
