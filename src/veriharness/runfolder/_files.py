@@ -53,8 +53,8 @@ def read_text(path: Path, name: str, errors: list[str], *, lenient: bool = False
 
 def _read_bytes(path: Path, name: str, errors: list[str]) -> bytes | None:
     try:
-        with open(path, "rb") as source:
-            return source.read()
+        with open(path, "rb", buffering=0) as source:  # one read of the whole file
+            return source.readall()
     except FileNotFoundError:
         errors.append(f"{name}: absent")
     except OSError as exc:
