@@ -534,9 +534,7 @@ def test_through_collect_and_compare_a_condition_that_fails_more_cannot_look_bet
     assert "| base | task-002 | 1 | not_started |" in md
 
 
-def test_a_task_an_interaction_measure_does_not_apply_to_is_not_applicable_not_excluded() -> (
-    None
-):
+def test_a_task_an_interaction_measure_does_not_apply_to_is_not_applicable_not_excluded() -> None:
     rows = [
         # (condition, task, interactions stated, Implement Rate)
         ("A", "static", 0, None),

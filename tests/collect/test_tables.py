@@ -396,13 +396,61 @@ def test_parallel_and_serial_collection_give_the_same_tables(tmp_path) -> None:
         pd.testing.assert_frame_equal(getattr(serial, name), getattr(parallel, name))
 
 
+@pytest.mark.parametrize(
+    ("value", "summary"),
+    [
+        ({"x": 1e16, "y": float("nan")}, '{"x":1e+16,"y":NaN}'),  # orjson: 1e16, null
+        ({"n": 2**70, "s": "\ud800é"}, '{"n":1180591620717411303424,"s":"\ud800é"}'),
+        ({"ctl": "a\u0000\n\x7f"}, '{"ctl":"a\\u0000\\n\x7f"}'),
+    ],
+)
+def test_input_summary_writes_what_the_standard_writer_writes(value, summary) -> None:
+    assert call_records.summarize_input(value) == summary
+    assert summary == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_the_forked_writer_writes_the_tables_the_inline_one_does(tmp_path, monkeypatch) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=30, replicates=2, seed=5)
+    extraction = experiment_runs.collect_runs(exp.exp_dir, jobs=1)
+    monkeypatch.setattr(tables, "_FORK_FROM", 10**9)
+    inline = tables.write_tables(exp.exp_dir, extraction)
+    written = {p.name: p.read_bytes() for p in (exp.exp_dir / "tables").iterdir()}
+    for path in (exp.exp_dir / "tables").iterdir():
+        path.unlink()
+    monkeypatch.setattr(tables, "_FORK_FROM", 1)
+    forked = tables.write_tables(exp.exp_dir, extraction)
+    pd.testing.assert_frame_equal(inline, forked)
+    assert {p.name: p.read_bytes() for p in (exp.exp_dir / "tables").iterdir()} == written
+    assert len(pd.read_csv(exp.exp_dir / "tables" / "agent_tool_calls.csv")) > 100
+
+
+def test_a_failed_forked_table_write_is_an_error_naming_the_table(tmp_path, monkeypatch) -> None:
+    exp = write_experiment(tmp_path / "results", tasks=2)
+    extraction = experiment_runs.collect_runs(exp.exp_dir, jobs=1)
+
+    def refuse(extraction: object) -> pd.DataFrame:
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(tables, "_FORK_FROM", 1)
+    monkeypatch.setattr(tables, "agent_tool_calls_df", refuse)
+    with pytest.raises(tables.TableWriteError, match="agent_tool_calls table failed"):
+        tables.write_tables(exp.exp_dir, extraction)
+    assert (exp.exp_dir / "tables" / "runs.parquet").is_file()  # the others were written
+    assert not (exp.exp_dir / "tables" / "agent_tool_calls.parquet").exists()
+
+
 def test_docs_embed_the_declared_schema() -> None:
     assert schema_markdown() in (ROOT / "docs" / "tables.md").read_text(encoding="utf-8")
 
 
 @given(
     st.recursive(
-        st.text(max_size=400) | st.integers(),
+        st.text(max_size=400)
+        | st.text(st.characters(categories=["Cs", "Cc", "Ll"]), max_size=4)
+        | st.integers()
+        | st.floats()
+        | st.booleans()
+        | st.none(),
         lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=5), c, max_size=4),
         max_leaves=20,
     )

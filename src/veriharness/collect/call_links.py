@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
+
 from veriharness.collect.columns import CallFields, ToolUseFields
 from veriharness.collect.typed import typed_value
 from veriharness.runfolder.mllm_trace import read_trace_objects
@@ -83,19 +85,41 @@ class CallLink(NamedTuple):
     how: str  # tool_use_id | tool_use_id_unknown | order | order_instruction_differs | unmatched
 
 
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _SUMMARY_VALUE_CHARS:
-        return value[:_SUMMARY_VALUE_CHARS] + f"…[{len(value)} chars]"
+def _cut(value: Any, floats: list[bool]) -> Any:
+    """`value` with every long string cut; appends to `floats` when it holds a float."""
+    if isinstance(value, str):
+        if len(value) > _SUMMARY_VALUE_CHARS:
+            return value[:_SUMMARY_VALUE_CHARS] + f"…[{len(value)} chars]"
+        return value
     if isinstance(value, dict):
-        return {k: _cut(v) for k, v in value.items()}
+        return {k: _cut(v, floats) for k, v in value.items()}
     if isinstance(value, list):
-        return [_cut(v) for v in value]
+        return [_cut(v, floats) for v in value]
+    if isinstance(value, float):
+        floats.append(True)
     return value
+
+
+def _compact_json(value: Any, floats: bool) -> str:
+    """`value` as `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes it.
+    orjson writes the same text eight times faster, except for floats (1e16 where the standard
+    writer has 1e+16, null for NaN), which go to the standard writer, as does what orjson
+    refuses (an integer past 64 bits, a lone surrogate)."""
+    if not floats:
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return _COMPACT.encode(value)
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def summarize_input(value: Any) -> str:
     """A tool input as compact JSON, every long string and the whole text visibly shortened."""
-    text = json.dumps(_cut(value), ensure_ascii=False, separators=(",", ":"))
+    floats: list[bool] = []
+    text = _compact_json(_cut(value, floats), bool(floats))
     if len(text) > _SUMMARY_CHARS:
         text = text[:_SUMMARY_CHARS] + f"…[{len(text)} chars]"
     return text

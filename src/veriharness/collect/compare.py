@@ -192,9 +192,7 @@ def _measure_row(
     }
 
 
-def _applies(
-    measure: str, sides: tuple[pd.DataFrame, pd.DataFrame], tasks: pd.Index
-) -> pd.Series:
+def _applies(measure: str, sides: tuple[pd.DataFrame, pd.DataFrame], tasks: pd.Index) -> pd.Series:
     """Per task of `tasks`: whether `measure` applies to it (a measure of interactions or
     viewports only to a task that states some, as its runs' count column says)."""
     spec = FIDELITY_MEASURES.get(measure)

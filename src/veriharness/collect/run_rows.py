@@ -77,6 +77,25 @@ class RunExtract:
     families: dict[str, FamilyValue] = field(default_factory=dict)
 
 
+# The names in a run folder, listed once: most runs have no inferred tags, agent requests or
+# kept attempts, and one listing answers for all three instead of a lookup each (P-49). None when
+# the folder could not be listed; then each file is looked up.
+Names = frozenset[str] | None
+
+
+def _entries(run_dir: Path) -> Names:
+    try:
+        return frozenset(os.listdir(run_dir))
+    except OSError:
+        return None
+
+
+def _listed(name: str, names: Names) -> bool:
+    """Whether `name` (or its first folder) may be in the run folder: False only when the
+    listing shows it is not."""
+    return names is None or name.split("/", 1)[0] in names
+
+
 def run_keys(experiment: str, key: RunKey) -> RunKeys:
     return {
         "experiment": experiment,
@@ -86,9 +105,9 @@ def run_keys(experiment: str, key: RunKey) -> RunKeys:
     }
 
 
-def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
+def _inferred_rows(run_dir: Path, names: Names, errors: list[str]) -> list[InferredFields]:
     """One row per call annotation of `inferred_tags.json` (absent before annotation ran)."""
-    if not INFERRED_TAGS.exists(run_dir):
+    if not _listed(INFERRED_TAGS.name, names) or not INFERRED_TAGS.exists(run_dir):
         return []
     record = read_inferred_tags(run_dir, errors)
     if record is None:
@@ -114,11 +133,11 @@ def _inferred_rows(run_dir: Path, errors: list[str]) -> list[InferredFields]:
     ]
 
 
-def _request_rows(run_dir: Path, errors: list[str]) -> list[RequestFields] | None:
+def _request_rows(run_dir: Path, names: Names, errors: list[str]) -> list[RequestFields] | None:
     """The agent_requests rows of one run (without the run keys); None when it has no file (runs
     made before the model proxy). Each line is read as the object it holds, like the other
     declared sources (`_read_object`), so a bad value loses its column, not its line."""
-    if not REQUESTS_FILE.exists(run_dir):
+    if not _listed(REQUESTS_FILE.name, names) or not REQUESTS_FILE.exists(run_dir):
         return None
     records = read_object_lines(REQUESTS_FILE.path(run_dir), REQUESTS_FILE.name, errors) or []
     rows: list[RequestFields] = []
@@ -192,11 +211,13 @@ def _cost_columns(row: RunRow, outcome: Any, errors: list[str]) -> dict[str, obj
     }
 
 
-def _attempt_columns(run_dir: Path, outcome: Any, errors: list[str]) -> tuple[int | None, str]:
+def _attempt_columns(
+    run_dir: Path, names: Names, outcome: Any, errors: list[str]
+) -> tuple[int | None, str]:
     """`attempts` and `attempt_causes` from the kept attempts (`agent/attempts.py`): each
     `attempts/<n>/` is an earlier attempt, finished (its outcome.json says why it was redone) or
     lost; the run's own outcome.json is one more, unless no session was started."""
-    kept = attempt_numbers(run_dir)
+    kept = attempt_numbers(run_dir) if _listed(ATTEMPTS, names) else []
     causes = []
     for number in kept:
         folder = f"{ATTEMPTS}/{number}"
@@ -301,6 +322,7 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["status"], row["reason"], row["read_errors"] = "missing", "run folder is absent", ""
         return RunExtract(row)
     errors: list[str] = []
+    names = _entries(run_dir)
     outcome = _read_object(run_dir, OUTCOME_NAME, errors)
     # An external answer has no run record, transcript or trace: their absence is no error.
     external = isinstance(outcome, dict) and outcome.get("kind") == _EXTERNAL_KIND
@@ -344,9 +366,9 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["mllm_calls_failed"] = outcomes["failed"]
         row["mllm_calls_rejected"] = outcomes["rejected"]
     if not external:
-        row["attempts"], row["attempt_causes"] = _attempt_columns(run_dir, outcome, errors)
-    inferred = [] if external else _inferred_rows(run_dir, errors)
-    requests = None if external else _request_rows(run_dir, errors)
+        row["attempts"], row["attempt_causes"] = _attempt_columns(run_dir, names, outcome, errors)
+    inferred = [] if external else _inferred_rows(run_dir, names, errors)
+    requests = None if external else _request_rows(run_dir, names, errors)
     if requests is not None:
         _set_columns(row, _request_sums(requests))
     interactions = _interaction_rows(metrics.get("interactions"), errors)

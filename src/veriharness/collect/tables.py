@@ -15,7 +15,9 @@ Design notes:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import multiprocessing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -53,6 +55,7 @@ __all__ = [
     "write_summary",
     "write_table",
     "write_tables",
+    "TableWriteError",
 ]
 
 
@@ -220,25 +223,66 @@ def write_summary(runs: pd.DataFrame, path: Path) -> None:
         _csv_ready(runs).to_csv(tmp, index=False)
 
 
-def write_tables(exp_dir: Path, extraction: Extraction) -> Tables:
-    """Every table into `<exp_dir>/tables/` (parquet and CSV), and the missing runs (CSV)."""
-    tables = collect_tables(extraction)
+# Past this many tool uses the agent_tool_calls table, the largest by far (about 20 a run), is
+# built and written by a forked process while this one does the others (P-49).
+_FORK_FROM = 20_000
+
+
+class TableWriteError(RuntimeError):
+    """The process writing one of the tables failed; the tables folder may be part-updated."""
+
+
+@contextmanager
+def _forked(name: str, work: Callable[[], None]) -> Iterator[None]:
+    """`work` done in a forked child while the block runs; raises when it failed. The child is
+    forked before this process builds any frame, so it inherits no thread of pyarrow's."""
+    child = multiprocessing.get_context("fork").Process(target=work, name=f"collect {name}")
+    child.start()
+    try:
+        yield
+    finally:
+        child.join()
+    if child.exitcode != 0:
+        raise TableWriteError(
+            f"writing the {name} table failed in its process (exit code {child.exitcode}); "
+            "its error is printed above"
+        )
+
+
+def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
+    """Every table into `<exp_dir>/tables/` (parquet and CSV), and the missing runs (CSV); returns
+    the runs table."""
     out = Path(exp_dir) / "tables"
-    for name in (
-        "runs",
-        "interactions",
+    tool_uses = sum(len(ex.tool_calls) for ex in extraction.extracts)
+    side = _forked if tool_uses >= _FORK_FROM else _inline
+    with side(
         "agent_tool_calls",
-        "mllm_calls",
-        "agent_requests",
-        "capability_tags",
-        "capability_combinations",
-        "inferred_tags",
-        "tag_agreement",
+        lambda: write_table(agent_tool_calls_df(extraction), out / "agent_tool_calls"),
     ):
-        write_table(getattr(tables, name), out / name)
+        calls = mllm_calls_df(extraction)
+        inferred = inferred_tags_df(extraction, calls)
+        runs = runs_df(extraction)
+        for name, table in (
+            ("runs", runs),
+            ("interactions", interactions_df(extraction)),
+            ("mllm_calls", calls),
+            ("agent_requests", agent_requests_df(extraction)),
+            ("capability_tags", capability_tags_df(calls, inferred)),
+            ("capability_combinations", capability_combinations_df(calls)),
+            ("inferred_tags", inferred),
+            ("tag_agreement", tag_agreement_df(inferred)),
+        ):
+            write_table(table, out / name)
     missing = pd.DataFrame(
         [k._asdict() for k in extraction.missing], columns=["condition", "task", "replicate"]
     )
     write_table(missing, out / "missing", ("csv",))
-    print(f"collect: {len(tables.runs)} runs -> {out}")
-    return tables
+    print(f"collect: {len(runs)} runs -> {out}")
+    return runs
+
+
+@contextmanager
+def _inline(name: str, work: Callable[[], None]) -> Iterator[None]:
+    """`work` done here, after the block (a small experiment: forking would cost more)."""
+    yield
+    work()

@@ -55,7 +55,7 @@ def _collect_argument_error(args: argparse.Namespace) -> str | None:
 
 def run_collect(args: argparse.Namespace) -> int:
     from veriharness.collect.matrix import MatrixError, collect_runs, load_expected
-    from veriharness.collect.tables import runs_df, write_summary, write_tables
+    from veriharness.collect.tables import TableWriteError, runs_df, write_summary, write_tables
 
     problem = _collect_argument_error(args)
     if problem is not None:
@@ -89,7 +89,11 @@ def run_collect(args: argparse.Namespace) -> int:
         what = f"condition {args.condition}" if args.condition else f"task {args.task}"
         print(f"collect: {len(runs)} runs of {what} -> {args.summary}")
     else:
-        runs = write_tables(args.experiment_dir, extraction).runs
+        try:
+            runs = write_tables(args.experiment_dir, extraction)
+        except TableWriteError as exc:
+            print(f"collect: {exc}", file=sys.stderr)
+            return 1
     counts = runs["status"].value_counts().to_dict()
     print("collect: status " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     if extraction.missing:

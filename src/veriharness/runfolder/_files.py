@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from veriharness._util import atomic
@@ -46,43 +47,86 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 def read_text(path: Path, name: str, errors: list[str], *, lenient: bool = False) -> str | None:
     """The file's text, or None with "absent" or "unreadable" appended to `errors`; `lenient`
     replaces bytes that are not UTF-8 instead of failing."""
+    data = _read_bytes(path, name, errors)
+    return None if data is None else _decoded(data, name, errors, lenient)
+
+
+def _read_bytes(path: Path, name: str, errors: list[str]) -> bytes | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace" if lenient else "strict")
+        with open(path, "rb", buffering=0) as source:  # one read of the whole file
+            return source.readall()
     except FileNotFoundError:
         errors.append(f"{name}: absent")
     except OSError as exc:
         errors.append(f"{name}: unreadable ({exc.strerror})")
+    return None
+
+
+def _decoded(data: bytes, name: str, errors: list[str], lenient: bool) -> str | None:
+    """`data` as text, its line ends as text mode reads them (\\r\\n and \\r become \\n).
+    Reading bytes and decoding them whole takes a third of a text-mode read's time and names
+    the same byte in a decoding error."""
+    try:
+        text = data.decode("utf-8", errors="replace" if lenient else "strict")
     except UnicodeDecodeError as exc:
         errors.append(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-    return None
+        return None
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+# orjson parses run files about twice as fast as the standard reader, and on strict JSON gives the
+# same values, with two exceptions handled here: an integer past 64 bits (orjson makes it a float,
+# so a file with a run of 19 or more digits anywhere is read by the standard reader), and what
+# orjson refuses (NaN, Infinity, a number past a double, an escaped lone surrogate), which the
+# standard reader decides, wording the error of a line that is bad for both.
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
+def _fast_loads(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _json_reader(data: bytes) -> Callable[[str], Any]:
+    """The JSON reader for the text of `data` (see the notes above)."""
+    return json.loads if _LONG_DIGITS in data.translate(_DIGIT_MAP) else _fast_loads
 
 
 def read_object(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
     """A JSON object from `path`, or None with the problem appended to `errors`."""
-    text = read_text(path, name, errors)
-    if text is None:
+    data = _read_bytes(path, name, errors)
+    text = None if data is None else _decoded(data, name, errors, lenient=False)
+    if data is None or text is None:
         return None
     try:
-        data = json.loads(text)
+        value = _json_reader(data)(text)
     except ValueError as exc:
         errors.append(f"{name}: invalid JSON ({exc})")
         return None
-    if not isinstance(data, dict):
-        errors.append(f"{name}: expected a JSON object, got {type(data).__name__}")
+    if not isinstance(value, dict):
+        errors.append(f"{name}: expected a JSON object, got {type(value).__name__}")
         return None
-    return data
+    return value
 
 
 def read_object_lines(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]] | None:
     """The object lines of a JSON-lines file; a bad line is reported and skipped, not fatal."""
-    text = read_text(path, name, errors, lenient=True)
-    if text is None:
+    data = _read_bytes(path, name, errors)
+    text = None if data is None else _decoded(data, name, errors, lenient=True)
+    if data is None or text is None:
         return None
+    loads = _json_reader(data)
     objects: list[dict[str, Any]] = []
     bad: list[int] = []
     for number, line in _numbered(text):
         try:
-            value = json.loads(line)
+            value = loads(line)
         except ValueError:
             bad.append(number)
             continue
@@ -98,7 +142,7 @@ def read_object_lines(path: Path, name: str, errors: list[str]) -> list[dict[str
 
 def _numbered(text: str) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
+        if line and not line.isspace():  # as line.strip(), without copying the line
             yield number, line
 
 
