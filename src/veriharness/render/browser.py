@@ -356,6 +356,7 @@ class _PageCapture:
         error = None
         start, load_ms = time.perf_counter(), 0.0
         renderer._guard.take_kills()
+        renderer._guard.capturing(True)
         try:
             page = self.fenced_page(context)
             context.on("page", self._popup)
@@ -410,6 +411,7 @@ class _PageCapture:
                 step = "browser"
         finally:
             _quietly(context.close)
+            renderer._guard.capturing(False)
         return Capture(
             status=status,
             failed_step=step if status == "error" else None,

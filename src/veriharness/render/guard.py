@@ -6,6 +6,12 @@ reservations. So a thread samples the resident size of every Chromium renderer b
 every few milliseconds and kills one that passes the limit with SIGKILL. Playwright then reports
 the page as crashed, and the capture records `memory` as the failed step. The thread only reads
 /proc and sends signals, so it never touches Playwright from a second thread.
+
+Playwright does not always answer a call that was in flight when its page's renderer died: the
+capture then waited for ever (seen on Chromium 156 with a page of 200,000 rows). So when a
+capture is still under way `STALL_S` after a kill, the thread also kills the browser itself;
+every pending call then fails, the capture records the memory kill, and the next capture starts
+a new browser.
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
-__all__ = ["MemoryGuard", "descendants"]
+__all__ = ["MemoryGuard", "STALL_S", "descendants"]
+
+STALL_S = 15.0
 
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -61,6 +70,8 @@ class MemoryGuard:
         self._stop = threading.Event()
         self._renderers: list[int] = []
         self._scans = 0
+        self._capturing = False
+        self._killed_at: float | None = None
         self._thread = threading.Thread(target=self._watch, name="render-memory-guard", daemon=True)
 
     def __enter__(self) -> MemoryGuard:
@@ -71,13 +82,38 @@ class MemoryGuard:
         self._stop.set()
         self._thread.join(timeout=2)
 
+    def capturing(self, busy: bool) -> None:
+        """Mark a capture as started (True) or ended (False)."""
+        self._capturing = busy
+        self._killed_at = None
+
     def take_kills(self) -> list[tuple[int, float]]:
         """Renderers killed since the last call, as (pid, resident MB when killed)."""
         kills, self.killed = self.killed, []
         return kills
 
+    def _stalled(self) -> bool:
+        killed = self._killed_at
+        return self._capturing and killed is not None and time.monotonic() - killed > STALL_S
+
+    def _kill_browser(self) -> None:
+        """SIGKILL to the browser process (the Chromium below this one with no --type)."""
+        self._killed_at = None
+        for pid in descendants(os.getpid()):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"chrom" in cmdline.split(b"\0")[0] and b"--type=" not in cmdline:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    continue
+
     def _watch(self) -> None:
         while not self._stop.wait(self.interval_s):
+            if self._stalled():
+                self._kill_browser()
             # The full process scan is dearer than reading a few statm files: refresh the list
             # of renderers every fourth round, and when one has gone.
             if self._scans % 4 == 0:
@@ -96,3 +132,4 @@ class MemoryGuard:
                     except ProcessLookupError:
                         continue
                     self.killed.append((pid, round(size)))
+                    self._killed_at = time.monotonic()
