@@ -228,7 +228,7 @@ def _family_measures(settings: AnalysisSettings, runs: pd.DataFrame) -> list[tup
             f"the runs table has no column for declared outcome(s) {missing} (analysis.primary / "
             "analysis.secondary in experiment.json)"
         )
-    secondary = [m for m in settings.secondary_measures if m in runs]
+    secondary = settings.secondary_present(runs.columns)
     out: list[tuple[str, str, str]] = [
         ("primary", m, FIDELITY_MEASURES[m].better) for m in settings.primary
     ]

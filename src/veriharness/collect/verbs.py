@@ -212,11 +212,10 @@ def run_power(args: argparse.Namespace) -> int:
         cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
         measure = args.measure or settings.primary[0]
         runs = pd.read_parquet(runs_path)
-        # The family as compare corrects it: a secondary measure no run has is not in it.
         family = (
             settings.primary
             if measure in settings.primary
-            else [m for m in settings.secondary_measures if m in runs]
+            else settings.secondary_present(runs.columns)
         )
         alpha = args.alpha if args.alpha is not None else settings.alpha
         diffs = task_differences(runs, args.baseline, args.treatment, measure, settings, cells)

@@ -19,7 +19,7 @@ the task.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -151,6 +151,11 @@ class AnalysisSettings(BaseModel):
         if self.secondary is not None:
             return self.secondary
         return tuple(m for m in FIDELITY_MEASURES if m not in self.primary)
+
+    def secondary_present(self, columns: Collection[str]) -> tuple[str, ...]:
+        """The secondary family as a comparison corrects it: the measures `columns` (a runs
+        table's) has; a measure no run has a value column for is not in it."""
+        return tuple(m for m in self.secondary_measures if m in columns)
 
 
 def smallest_p(tasks: int) -> float:

@@ -13,7 +13,12 @@ import argparse
 import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from veriharness.experiment.task_set import SkippedInteraction, SkippedPage
 
 __all__ = ["add_import_tasks_arguments", "run_import_tasks"]
 
@@ -55,6 +60,13 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _skipped(entries: Sequence[SkippedPage] | Sequence[SkippedInteraction]) -> str:
+    """'N skipped', with how many for each reason when there are any."""
+    reasons = Counter(entry.reason for entry in entries)
+    listed = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+    return f"{len(entries)} skipped" + (f" ({listed})" if listed else "")
+
+
 def run_import_tasks(args: argparse.Namespace) -> int:
     from veriharness.render.browser import Renderer, RenderSetupError
     from veriharness.runfolder.render import Size
@@ -86,26 +98,14 @@ def run_import_tasks(args: argparse.Namespace) -> int:
     except (ImportRefused, RenderSetupError, FileExistsError) as exc:
         return _fail(str(exc))
     manifest = imported.manifest
-    reasons = Counter(s.reason for s in manifest.skipped)
     print(
         f"import-tasks: {len(manifest.tasks)} of {len(pages)} page(s) imported into {dest} "
-        f"({imported.renders} render(s)); {len(manifest.skipped)} skipped"
-        + (
-            " (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")"
-            if reasons
-            else ""
-        )
+        f"({imported.renders} render(s)); {_skipped(manifest.skipped)}"
     )
     if args.layout == "interaction2code":
-        by_reason = Counter(s.reason for s in manifest.skipped_interactions)
         print(
             f"import-tasks: {imported.interactions} interaction(s) imported; "
-            f"{len(manifest.skipped_interactions)} skipped"
-            + (
-                " (" + ", ".join(f"{n} {r}" for r, n in sorted(by_reason.items())) + ")"
-                if by_reason
-                else ""
-            )
+            f"{_skipped(manifest.skipped_interactions)}"
         )
     for skipped in manifest.skipped:
         print(f"skipped {skipped.page}: {skipped.reason}: {skipped.detail}", file=sys.stderr)
