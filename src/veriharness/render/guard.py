@@ -63,9 +63,10 @@ def _renderer_rss_mb(pid: int) -> float | None:
 class MemoryGuard:
     """Kills any Chromium renderer below this process whose resident size passes `limit_mb`."""
 
-    def __init__(self, limit_mb: int, interval_s: float = 0.05):
+    def __init__(self, limit_mb: int, interval_s: float = 0.05, stall_s: float = STALL_S):
         self.limit_mb = limit_mb
         self.interval_s = interval_s
+        self.stall_s = stall_s
         self.killed: list[tuple[int, float]] = []
         self._stop = threading.Event()
         self._renderers: list[int] = []
@@ -94,7 +95,7 @@ class MemoryGuard:
 
     def _stalled(self) -> bool:
         killed = self._killed_at
-        return self._capturing and killed is not None and time.monotonic() - killed > STALL_S
+        return self._capturing and killed is not None and time.monotonic() - killed > self.stall_s
 
     def _kill_browser(self) -> None:
         """SIGKILL to the browser process (the Chromium below this one with no --type)."""
