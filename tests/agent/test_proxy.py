@@ -12,7 +12,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 
 from veriharness.agent.proxy import SseUsage, Upstream, running_proxy
 from veriharness.agent.request_record import Refusal, RequestFacts, read_requests
+from veriharness.pace.provider_pace import Held, PaceState, ProviderPace
 from veriharness.runfolder.agent_requests import AgentRequest
 
 TOKEN = "session-token-0123456789abcdef"
@@ -409,3 +410,82 @@ def test_a_request_open_when_the_proxy_closes_is_recorded_and_its_upstream_dropp
     [record] = _records(tmp_path)
     assert record.open_at_end and record.status is None
     assert "no answer from the model provider" in (record.error or "")
+
+
+class _WatchedPace(ProviderPace):
+    """A real pace that tells the test when a request has begun to be held."""
+
+    def __init__(self, folder: Path, provider: str) -> None:
+        super().__init__(folder, provider)
+        self.holding = threading.Event()
+
+    def hold(self, request_bytes: int, abandoned: Callable[[], bool] | None = None) -> Held:
+        self.holding.set()
+        return super().hold(request_bytes, abandoned)
+
+
+def _blocked_pace(folder: Path, blocked: bool) -> _WatchedPace:
+    """A pace whose shared state blocks every request (or, unblocked, lets one through)."""
+    state = PaceState(blocked_until=time.time() + 600 if blocked else 0.0, answered=1)
+    folder.mkdir(exist_ok=True)
+    (folder / "provider.json").write_text(state.model_dump_json())
+    return _WatchedPace(folder, "provider")
+
+
+def _wait_for_records(path: Path, count: int) -> list[AgentRequest]:
+    for _ in range(100):
+        if path.is_file() and len(records := read_requests(path)) >= count:
+            return records
+        time.sleep(0.1)
+    raise AssertionError(f"{path}: fewer than {count} records after 10 s")
+
+
+def test_a_held_request_whose_agent_hung_up_is_never_sent(stub: Stub, tmp_path: Path) -> None:
+    pace = _blocked_pace(tmp_path / "pace", blocked=True)
+    record_path = tmp_path / "agent_requests.jsonl"
+    with running_proxy(Upstream(stub.base, REAL_KEY), TOKEN, record_path, pace=pace) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as agent:
+            agent.sendall(
+                b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: %b\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%b"
+                % (TOKEN.encode(), len(PAYLOAD), PAYLOAD)
+            )
+            assert pace.holding.wait(10)
+            time.sleep(1.0)  # held by the blocked pace
+        _blocked_pace(tmp_path / "pace", blocked=False)  # a proxy still holding would now send
+        [record] = _wait_for_records(record_path, 1)
+        time.sleep(2.0)
+    assert stub.received == []
+    assert record.status is None and (record.held_ms or 0) >= 900
+    assert "the agent closed its connection" in (record.error or "")
+    assert "not sent" in (record.error or "")
+    state = (tmp_path / "pace" / "provider.json").read_text()
+    assert PaceState.model_validate_json(state).sent == []  # counted against no limit
+
+
+def test_a_request_held_when_the_session_ends_is_recorded_and_never_sent(
+    stub: Stub, tmp_path: Path
+) -> None:
+    pace = _blocked_pace(tmp_path / "pace", blocked=True)
+    record_path = tmp_path / "agent_requests.jsonl"
+    answers: list[object] = []
+
+    def agent(url: str) -> None:
+        try:
+            answers.append(_post(url, "/v1/messages"))
+        except httpx.HTTPError as error:
+            answers.append(error)
+
+    with running_proxy(Upstream(stub.base, REAL_KEY), TOKEN, record_path, pace=pace) as url:
+        client = threading.Thread(target=agent, args=(url,), daemon=True)
+        client.start()
+        assert pace.holding.wait(10)
+        time.sleep(0.5)
+    _blocked_pace(tmp_path / "pace", blocked=False)  # a handler still holding would now send
+    time.sleep(2.5)
+    client.join(10)
+    assert stub.received == []
+    [record] = read_requests(record_path)
+    assert record.open_at_end and record.status is None
+    assert "by the provider's pace when the session ended; never sent" in (record.error or "")

@@ -7,6 +7,8 @@
    answered 401 in Anthropic's error shape, recorded, and goes nowhere;
 2. asks the admission check, if one was given (`admit`), which may refuse it (`Refusal`);
    then, with a `ProviderPace`, holds it until the provider's shared pace allows it (`held_ms`);
+   a request whose agent closed its connection, or whose session ended, while it was held is
+   never sent, and is recorded with the time it was held;
 3. sends it upstream (Anthropic, a gateway, or the embedded offline model) with the real key in
    `x-api-key` and without the session's token or any other credential header of the session;
 4. streams the answer back as it arrives: every chunk read from upstream is written to the agent
@@ -33,6 +35,7 @@ import hmac
 import http.client
 import json
 import re
+import select
 import socket
 import threading
 import time
@@ -46,7 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
-from veriharness.pace.provider_pace import ProviderPace
+from veriharness.pace.provider_pace import Abandoned, ProviderPace
 from veriharness.runfolder.agent_requests import AgentRequest
 from veriharness.spend.prices import unpriced_reason
 
@@ -198,6 +201,7 @@ class _OpenRequest:
     record: dict[str, Any]
     began: float
     upstream: http.client.HTTPConnection | None = None
+    held: bool = False  # waiting on the provider's pace, not yet sent
 
 
 class ModelProxy(ThreadingHTTPServer):
@@ -223,6 +227,7 @@ class ModelProxy(ThreadingHTTPServer):
         self._record_lock = threading.Lock()
         # Requests being handled, by id of their record.
         self._open: dict[int, _OpenRequest] = {}
+        self.closing = False  # set by close_open: a request still held is not sent
 
     @property
     def base_url(self) -> str:
@@ -246,6 +251,11 @@ class ModelProxy(ThreadingHTTPServer):
         with self._record_lock:
             self._open[id(record)] = _OpenRequest(record, began)
 
+    def holding(self, record: dict[str, Any], held: bool) -> None:
+        with self._record_lock:
+            if id(record) in self._open:
+                self._open[id(record)].held = held
+
     def upstream_connected(self, record: dict[str, Any], conn: http.client.HTTPConnection) -> None:
         with self._record_lock:
             if id(record) in self._open:
@@ -260,13 +270,19 @@ class ModelProxy(ThreadingHTTPServer):
         """Record every request still open and close its upstream connection (the handler,
         unblocked, then records nothing more)."""
         with self._record_lock:
+            self.closing = True
             still_open = list(self._open.values())
             self._open.clear()
         for request in still_open:
             entry = dict(request.record)
             waited = time.perf_counter() - request.began
             entry.update(open_at_end=True, total_ms=_ms(request.began))
-            if entry.get("status") is None:
+            if request.held:
+                entry["error"] = (
+                    f"{UNANSWERED}: held {waited:.1f} s by the provider's pace when the session "
+                    "ended; never sent"
+                )
+            elif entry.get("status") is None:
                 entry["error"] = (
                     f"{UNANSWERED}: no answer from the model provider after {waited:.1f} s"
                 )
@@ -396,13 +412,33 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward_paced(
         self, pace: ProviderPace, body: bytes, record: dict[str, Any], began: float
     ) -> None:
-        held = pace.hold(len(body))
+        self.server.holding(record, True)
+        try:
+            held = pace.hold(len(body), abandoned=self._given_up)
+        except Abandoned as gone:
+            record["held_ms"] = round(gone.held_s * 1000, 3)
+            record["error"] = f"the agent closed its connection: {gone}"
+            self._settle(record)
+            self.close_connection = True
+            return
+        self.server.holding(record, False)
         record["held_ms"] = round(held.seconds * 1000, 3)
         self._answer_headers: dict[str, str] = {}
         try:
             self._forward(body, record, began)
         finally:
             pace.observe(held, record.get("status"), self._answer_headers, _tokens(record))
+
+    def _given_up(self) -> bool:
+        """The session ended, or the agent closed its connection (it sends nothing more on it
+        before its answer, so a readable socket is one at its end)."""
+        if self.server.closing:
+            return True
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _forward(self, body: bytes, record: dict[str, Any], began: float) -> None:
         upstream = self.server.upstream

@@ -18,7 +18,9 @@ cluster node see the same pace:
 
 `hold` is called before a request is sent, with the request's size in bytes; it returns the
 request's `Held` (how long it waited, and the id it was counted under across every requester),
-which `observe` takes after the answer. Nothing here re-sends a request: a 429 reaches the
+which `observe` takes after the answer. A requester that gives up while its request is held (the
+agent closed the connection, the session ended) makes `hold` raise `Abandoned`: the request is
+then never sent and never counted. Nothing here re-sends a request: a 429 reaches the
 agent as the provider sent it, and Claude Code's own retry (counted in the proxy's records) is
 held until the block ends. Every answer is appended to `<provider>.jsonl` beside the state,
 which `status` reads for the pace.
@@ -33,7 +35,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -45,6 +47,7 @@ from pydantic import BaseModel, Field
 from veriharness.spend.prices import estimate_tokens
 
 __all__ = [
+    "Abandoned",
     "HEADROOM",
     "Held",
     "PACE_DIR",
@@ -73,6 +76,14 @@ _DURATION = re.compile(r"^(?:([\d.]+)h)?(?:([\d.]+)m(?!s))?(?:([\d.]+)s)?(?:([\d
 
 def pace_dir(experiment_dir: Path) -> Path:
     return Path(experiment_dir) / PACE_DIR
+
+
+class Abandoned(Exception):
+    """The requester gave up on a request while it was held: it was not sent."""
+
+    def __init__(self, held_s: float) -> None:
+        super().__init__(f"given up after {held_s:.1f} s held by the provider's pace; not sent")
+        self.held_s = held_s
 
 
 class Held(NamedTuple):
@@ -246,13 +257,20 @@ class ProviderPace:
         self.held_s = 0.0  # everything this requester has held, for its run's wall clock
         self._lock = threading.Lock()
 
-    def hold(self, request_bytes: int) -> Held:
+    def hold(self, request_bytes: int, abandoned: Callable[[], bool] | None = None) -> Held:
         """Wait until a request of `request_bytes` may be sent, and count it as sent, at its
-        input estimate (`spend.prices.estimate_tokens`) until its usage is known."""
+        input estimate (`spend.prices.estimate_tokens`) until its usage is known. `abandoned`
+        is asked between waits; once it says the requester gave up, `Abandoned` is raised and
+        nothing is counted."""
         tokens = estimate_tokens(request_bytes, 0).input_tokens
         request_id = secrets.token_hex(8)  # unique across the processes sharing the state
         began = time.monotonic()
         while True:
+            if abandoned is not None and abandoned():
+                held = time.monotonic() - began
+                with self._lock:
+                    self.held_s += held
+                raise Abandoned(held)
             now = time.time()
             with _locked_state(self.state_path) as (state, out):
                 wait, _ = state.wait_for(tokens, now)
