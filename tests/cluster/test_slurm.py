@@ -321,7 +321,8 @@ def _launch_reported(experiment: Path) -> int:
 def test_one_browser_per_cluster_job(runs: dict[str, Finished]) -> None:
     assert _launch_reported(runs["grouped"].experiment) == 1
     assert _launch_reported(runs["ungrouped"].experiment) == len(TASKS) * len(CONDITIONS)
-    assert _launch_reported(runs["local"].experiment) == len(TASKS) * len(CONDITIONS)
+    # Locally the renders share the run's browsers, one per render running at once.
+    assert 1 <= _launch_reported(runs["local"].experiment) <= len(TASKS) * len(CONDITIONS)
 
 
 @pytest.mark.parametrize("mode", CLUSTER_MODES)

@@ -1,14 +1,18 @@
-"""Renders of one SLURM job sharing one Chromium (`veriharness render --browser-pool slurm-job`):
-real `veriharness render` processes, Debian's Chromium behind a wrapper that counts launches, and
-the pool's real server process over its Unix socket. SLURM_JOB_ID is set the way a SLURM job
-sets it; the cluster test (tests/cluster) runs the same through real group jobs."""
+"""Renders sharing Chromium (`veriharness render --browser-pool slurm-job|workflow`): real
+`veriharness render` processes, Debian's Chromium behind a wrapper that counts launches, and the
+pool's real server processes over their Unix sockets. SLURM_JOB_ID is set the way a SLURM job
+sets it, VERIHARNESS_BROWSER_POOL the way the workflow sets it; the cluster test (tests/cluster)
+and the workflow tests (tests/workflow) run the same through real jobs."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +21,7 @@ import pytest
 from PIL import Image
 
 from support.cli import veriharness
-from veriharness.render.pool import pool_dir
+from veriharness.render.pool import WORKFLOW_POOL_ENV, new_workflow_pool, pool_dir, stop_pools
 
 PAGES = {
     "ok": "<p style='margin:0;font-size:30px'>fine page</p><img src='pic.png'>",
@@ -148,3 +152,96 @@ def test_a_job_id_that_is_not_a_number_is_refused_by_name(tmp_path: Path) -> Non
     assert "SLURM_JOB_ID" in result.stderr and "'12;rm'" in result.stderr
     assert not (tmp_path / "a").exists()
     assert _launches(log) == 0
+
+
+def _held(lock: Path) -> bool:
+    """Whether a render holds this slot (its lock cannot be taken)."""
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+
+
+def test_renders_of_one_workflow_share_its_browsers_one_per_render_at_once(
+    tmp_path: Path,
+) -> None:
+    answers = _runs(tmp_path)
+    reference = tmp_path / "reference.png"
+    wrapper, log = _chromium_counting_launches(tmp_path)
+    pool = Path(new_workflow_pool())
+    env = {WORKFLOW_POOL_ENV: str(pool), "SLURM_JOB_ID": ""}
+    args = ["--reference", reference, "--browser-pool", "workflow", "--chromium", wrapper,
+            "--load-timeout", "10"]  # fmt: skip
+    try:
+        for name, answer in answers.items():
+            out = tmp_path / name / "pooled"
+            result = veriharness("render", "--answer-dir", answer, "--out", out, *args, env=env,
+                                 timeout=120)  # fmt: skip
+            assert result.returncode == 0, result.stderr
+        assert _launches(log) == 1, "one after another, the renders share one browser"
+        for name in answers:
+            own = tmp_path / name / "own"
+            result = _render(answers[name], reference, own, "none", wrapper, "")
+            assert result.returncode == 0, result.stderr
+            pooled = tmp_path / name / "pooled"
+            assert (pooled / "render.png").read_bytes() == (own / "render.png").read_bytes(), name
+            assert (pooled / "dom.json").read_text() == (own / "dom.json").read_text(), name
+        launches = _launches(log)
+
+        # A page that keeps its browser busy for seconds: a render started meanwhile takes a
+        # second slot and browser instead of waiting, and the next one reuses a free browser.
+        slow = tmp_path / "slow" / "answer"
+        slow.mkdir(parents=True)
+        (slow / "answer.html").write_text(
+            "<p>slow</p><script>const end = Date.now() + 4000; while (Date.now() < end) {}</script>"
+        )
+        command = [sys.executable, "-m", "veriharness", "render", "--answer-dir", str(slow),
+                   "--out", str(tmp_path / "slow" / "out"), *map(str, args)]  # fmt: skip
+        busy = subprocess.Popen(command, env={**os.environ, **env}, stderr=subprocess.PIPE)
+        servers = list(pool.glob("slot-*/server.pid"))
+        deadline = time.monotonic() + 60
+        while not _held(pool / "slot-0" / "lock"):  # the slow page is in its browser
+            assert time.monotonic() < deadline and busy.poll() is None
+            time.sleep(0.05)
+        beside = veriharness("render", "--answer-dir", answers["ok"], "--out",
+                             tmp_path / "beside", *args, env=env, timeout=120)  # fmt: skip
+        assert beside.returncode == 0, beside.stderr
+        assert busy.wait(timeout=120) == 0, busy.stderr
+        assert _launches(log) == launches + 1
+        assert len(servers) == 1 and len(list(pool.glob("slot-*/server.pid"))) == 2
+        after = veriharness("render", "--answer-dir", answers["ok"], "--out",
+                            tmp_path / "after", *args, env=env, timeout=120)  # fmt: skip
+        assert after.returncode == 0, after.stderr
+        assert _launches(log) == launches + 1
+        pids = [int(p.read_text()) for p in pool.glob("slot-*/server.pid")]
+        assert all(_alive(pid) for pid in pids)
+    finally:
+        stop_pools(pool)
+    # The end of the run stops every server, each closing its browser, and removes the folder.
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids)
+    assert not pool.exists()
+
+
+def test_a_workflow_pool_that_is_not_an_absolute_path_is_refused_by_name(tmp_path: Path) -> None:
+    answers = _runs(tmp_path)
+    env = {WORKFLOW_POOL_ENV: "pool", "SLURM_JOB_ID": ""}
+    result = veriharness("render", "--answer-dir", answers["ok"], "--reference",
+                         tmp_path / "reference.png", "--out", tmp_path / "out", "--browser-pool",
+                         "workflow", env=env)  # fmt: skip
+    assert result.returncode == 2
+    assert f"{WORKFLOW_POOL_ENV} must be an absolute path, got 'pool'" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -11,6 +11,7 @@ of the project (conftest.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -70,6 +71,31 @@ def finished(project: Path) -> Path:
     result = snakemake(project, "--cores", "4", "all")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return project / "results" / "example"
+
+
+def _pool_servers_in(project: Path) -> list[int]:
+    """Live browser pool servers started by render jobs of this project's workflow runs."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"veriharness.render.pool_server" not in cmdline.read_bytes():
+                continue
+            if Path(os.readlink(cmdline.parent / "cwd")) == project.resolve():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_renders_shared_browsers_which_the_end_of_the_run_stopped(
+    finished: Path, project: Path
+) -> None:
+    records = [json.loads(p.read_text()) for p in finished.glob("*/*/r1/render/render.json")]
+    assert len(records) == len(CONDITIONS) * len(TASKS) + len(TASKS)  # and the reference set
+    launched = sum("launch_ms" in record["timings"] for record in records)
+    # --cores 4: at most four renders at once, so at most four browsers for six renders.
+    assert 1 <= launched <= 4, launched
+    assert _pool_servers_in(project) == []
 
 
 def test_every_run_folder_is_complete(finished: Path) -> None:

@@ -1,11 +1,13 @@
 # Config loading and validation, the run matrix, and the input functions the rules share.
 # Kept cheap: every cluster job parses this file again.
+import os
 import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
 from veriharness.spend.ledger import requeue_stopped
+from veriharness.render.pool import WORKFLOW_POOL_ENV, new_workflow_pool, stop_workflow_pool
 
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
@@ -92,7 +94,22 @@ def run_paths(filename, conditions=CONDITIONS, tasks=TASKS):
     )
 
 
+# The render jobs of this run share Chromiums (render/pool.py): the jobs inherit the pool's
+# folder through the environment, and the browsers are stopped when the run ends. A render in a
+# cluster job uses its job's pool instead.
+if workflow.is_main_process and not workflow.dryrun:
+    os.environ[WORKFLOW_POOL_ENV] = new_workflow_pool()
+
+
 onstart:
     shell(
         f"{VH} check-experiment --config {EXPERIMENT_CONFIG} --out {EXP_DIR}/experiment.json"
     )
+
+
+onsuccess:
+    stop_workflow_pool()
+
+
+onerror:
+    stop_workflow_pool()

@@ -1,6 +1,7 @@
 # Render answer.html in Chromium at the reference size, network closed. Inside a SLURM job the
-# renders of one cluster job (a group job, profiles/slurm) share one Chromium; elsewhere each
-# render launches its own. The output is the same either way.
+# renders of one cluster job (a group job, profiles/slurm) share one Chromium; in a local run,
+# the renders share the run's Chromiums, one per render running at once (render/pool.py). Each
+# page gets a fresh browser context, so the output is the same as with a browser of its own.
 
 
 rule render_answer:
@@ -36,7 +37,7 @@ rule render_answer:
         design2code=(
             "--design2code-blocks --browser-pool none"
             if config["scoring"]["block_detection"] == "design2code"
-            else "--browser-pool slurm-job"
+            else "--browser-pool workflow"
         ),
     shell:
         "{VH} render --answer-dir {params.answer} --reference {params.reference}"

@@ -1,11 +1,19 @@
-"""One Chromium for all the renders of one cluster job (`veriharness render --browser-pool`).
+"""Chromium kept open across render jobs (`veriharness render --browser-pool`).
 
-On SLURM, a group job runs its render jobs one after another, each as its own `veriharness render`
-process. With `--browser-pool slurm-job` the verb does not launch Chromium itself: it hands its
-run to a small server of the same cluster job that keeps one `Renderer` open (`pool_server`; this
-module is its client). The first render of
-the job starts the server; it ends after `IDLE_SECONDS` without a request, or with the job.
-Outside a SLURM job (no `SLURM_JOB_ID`) the verb launches its own browser, as without the option.
+Each render job of the workflow is its own `veriharness render` process. With a pool it does not
+launch Chromium itself: it hands its run to a small server that keeps one `Renderer` open
+(`pool_server`; this module is its client). The first render starts the server; it ends when told
+to, or after `IDLE_SECONDS` without a request.
+
+- `slurm-job`: inside a SLURM job (`SLURM_JOB_ID`), one browser for the job; a group job runs its
+  render jobs one after another, so one server serves them all. Outside a job: the verb's own
+  browser, as without the option.
+- `workflow`: inside a SLURM job, as `slurm-job`; elsewhere the pool of the Snakemake run that
+  started the render (`WORKFLOW_POOL_ENV`, a folder the workflow makes at its start and stops at
+  its end, `start_workflow_pool`/`stop_pools`). Local render jobs run side by side, so this pool
+  has slots: a render takes the first slot no other render holds, each slot with a server and a
+  browser of its own, so renders never wait for each other and at most as many browsers run as
+  renders ran at once. Without the variable (a render run by hand): the verb's own browser.
 
 Why the output is the same as one browser per run: the server calls the batch mode's
 `render_answer`, and each page gets its own browser context (render.browser), so nothing one
@@ -23,6 +31,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,10 +41,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 
-POOL_MODES = ("none", "slurm-job")
+POOL_MODES = ("none", "slurm-job", "workflow")
+WORKFLOW_POOL_ENV = "VERIHARNESS_BROWSER_POOL"
+_SLOT_LIMIT = 1024  # far above any machine's cores: with every slot busy, wait on the last
 IDLE_SECONDS = 90.0
 START_TIMEOUT_S = 60.0
 # A reply can take as long as one page load plus its capture.
@@ -46,17 +59,64 @@ def pool_dir(job_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"veriharness-browser-{os.getuid()}-{job_id}"
 
 
-def pool_for(mode: str) -> Path | None:
-    """The pool folder `mode` asks for here, or None for a browser of the verb's own."""
+class Pool(NamedTuple):
+    """Where a render's pool lives, and whether it has slots (`workflow`) or one server."""
+
+    directory: Path
+    slotted: bool
+
+
+def pool_for(mode: str) -> Pool | None:
+    """The pool `mode` asks for here, or None for a browser of the verb's own."""
     if mode not in POOL_MODES:
         choices = ", ".join(POOL_MODES)
         raise RenderSetupError(f"--browser-pool must be one of {choices}, got {mode!r}")
-    job_id = os.environ.get("SLURM_JOB_ID", "")
-    if mode == "none" or not job_id:
+    if mode == "none":
         return None
-    if not job_id.isdigit():
-        raise RenderSetupError(f"SLURM_JOB_ID must be a job number, got {job_id!r}")
-    return pool_dir(job_id)
+    job_id = os.environ.get("SLURM_JOB_ID", "")
+    if job_id:
+        if not job_id.isdigit():
+            raise RenderSetupError(f"SLURM_JOB_ID must be a job number, got {job_id!r}")
+        return Pool(pool_dir(job_id), slotted=False)
+    folder = os.environ.get(WORKFLOW_POOL_ENV, "") if mode == "workflow" else ""
+    if not folder:
+        return None
+    if not os.path.isabs(folder):
+        raise RenderSetupError(f"{WORKFLOW_POOL_ENV} must be an absolute path, got {folder!r}")
+    return Pool(Path(folder), slotted=True)
+
+
+def new_workflow_pool() -> str:
+    """The folder of a new workflow run's pool, made by its first render (short: a socket path
+    has a length limit)."""
+    return str(
+        Path(tempfile.gettempdir()) / f"veriharness-browser-{os.getuid()}-wf-{secrets.token_hex(6)}"
+    )
+
+
+def stop_workflow_pool() -> None:
+    """Stop the pool this process's workflow run set up, if a render started one."""
+    folder = os.environ.pop(WORKFLOW_POOL_ENV, "")
+    if folder:
+        stop_pools(Path(folder))
+
+
+def stop_pools(directory: Path) -> None:
+    """Stop every server of a pool folder (each closes its browser) and remove the folder. A
+    server busy with a render is waited for: it takes the stop once the render is answered."""
+    if not Path(directory).is_dir():
+        return
+    for socket_path in sorted(Path(directory).glob("**/socket")):
+        folder = socket_path.parent
+        with _locked(folder):
+            client = _connect(socket_path, START_TIMEOUT_S)
+            if client is None:
+                continue
+            with client, client.makefile("rwb") as stream:
+                stream.write(json.dumps({"stop": True}).encode() + b"\n")
+                stream.flush()
+                stream.readline()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextmanager
@@ -65,6 +125,26 @@ def _locked(directory: Path) -> Iterator[None]:
     with open(directory / "lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@contextmanager
+def _free_slot(pool: Pool) -> Iterator[Path]:
+    """The pool's one folder, or the first of its slots no other render holds, locked."""
+    if not pool.slotted:
+        with _locked(pool.directory):
+            yield pool.directory
+        return
+    pool.directory.mkdir(mode=0o700, exist_ok=True)
+    for k in range(_SLOT_LIMIT):
+        folder = pool.directory / f"slot-{k}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        with open(folder / "lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if k < _SLOT_LIMIT - 1 else 0))
+            except BlockingIOError:
+                continue
+            yield folder
+            return
 
 
 def _connect(path: Path, timeout: float) -> socket.socket | None:
@@ -102,13 +182,13 @@ def _start_server(directory: Path, load_timeout_s: float, chromium: str | None) 
 
 
 def render_in_pool(
-    directory: Path,
+    pool: Pool,
     request: dict[str, str],
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
     chromium: str | None = None,
 ) -> str:
     """Render one run in the pool's browser, starting its server if none runs; its status."""
-    with _locked(directory):
+    with _free_slot(pool) as directory:
         client = _connect(directory / "socket", load_timeout_s + REPLY_MARGIN_S)
         if client is None:
             _start_server(directory, load_timeout_s, chromium)

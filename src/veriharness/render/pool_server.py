@@ -1,8 +1,10 @@
-"""The browser pool's server (`render/pool.py`): one Chromium kept open for one cluster job.
+"""The browser pool's server (`render/pool.py`): one Chromium kept open for one cluster job or
+one slot of a workflow's pool.
 
-Started by the first `render --browser-pool slurm-job` of a job as
+Started by the first `render --browser-pool ...` of its pool folder as
 `python -m veriharness.render.pool_server`; it answers each request with the batch mode's
-`render_answer` and leaves after `IDLE_SECONDS` without one, once no client holds the pool's lock.
+`render_answer`, and leaves on a `{"stop": true}` request (`pool.stop_pools`) or after
+`IDLE_SECONDS` without a request, once no client holds the folder's lock.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ def _answer(renderer: Renderer, line: bytes) -> dict[str, str]:
     return {"status": record.status}
 
 
+def _is_stop(line: bytes) -> bool:
+    try:
+        return bool(json.loads(line) == {"stop": True})
+    except ValueError:
+        return False
+
+
 def _idle_exit(directory: Path) -> bool:
     """Leave if no client holds the lock; a client that does is about to connect."""
     lock = open(directory / "lock", "a")
@@ -65,7 +74,12 @@ def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: 
                 continue
             with connection, connection.makefile("rwb") as stream:
                 connection.settimeout(None)
-                reply = _answer(renderer, stream.readline())
+                line = stream.readline()
+                if _is_stop(line):
+                    (directory / "socket").unlink(missing_ok=True)
+                    stream.write(b'{"stopped": true}\n')
+                    return
+                reply = _answer(renderer, line)
                 stream.write(json.dumps(reply).encode() + b"\n")
 
 

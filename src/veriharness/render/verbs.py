@@ -34,8 +34,10 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
         "--browser-pool",
         default="none",
         choices=POOL_MODES,
-        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders "
-        "(render/pool.py); outside one, or with none (default), launch a browser of its own",
+        help="slurm-job: inside a SLURM job, share one Chromium with the job's other renders; "
+        "workflow: the same in a SLURM job, elsewhere share the browsers of the Snakemake run "
+        "that set $VERIHARNESS_BROWSER_POOL (render/pool.py); otherwise, or with none "
+        "(default), launch a browser of its own",
     )
     parser.add_argument(
         "--design2code-blocks",
