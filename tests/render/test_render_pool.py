@@ -181,8 +181,8 @@ def test_renders_of_one_workflow_share_its_browsers_one_per_render_at_once(
     wrapper, log = _chromium_counting_launches(tmp_path)
     pool = Path(new_workflow_pool())
     env = {WORKFLOW_POOL_ENV: str(pool), "SLURM_JOB_ID": ""}
-    args: list[str | Path] = ["--reference", reference, "--browser-pool", "workflow", "--chromium", wrapper,
-            "--load-timeout", "10"]  # fmt: skip
+    args: list[str | Path] = ["--reference", reference, "--browser-pool", "workflow",
+                              "--chromium", wrapper, "--load-timeout", "10"]  # fmt: skip
     try:
         for name, answer in answers.items():
             out = tmp_path / name / "pooled"
