@@ -7,7 +7,11 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from veriharness.spend.ledger import requeue_stopped
-from veriharness.render.pool import WORKFLOW_POOL_ENV, new_workflow_pool, stop_workflow_pool
+from veriharness.render.pool import (
+    WORKFLOW_POOL_ENV,
+    new_workflow_pool,
+    stop_workflow_pool,
+)
 
 from veriharness.experiment.workflow import (
     coerce_command_line_values,

@@ -53,8 +53,36 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _render_one_in_pool(args: argparse.Namespace) -> int | None:
+    """One run handed to a shared browser, by a process that imports no more than the pool's
+    client (the pool's server checks the reference and the task, as `_render` would); None when
+    the arguments ask for a browser of the verb's own or for more than one run."""
+    from veriharness.render.pool import pool_for, render_in_pool
+
+    single = {"answer_dir": args.answer_dir, "reference": args.reference, "out": args.out}
+    if args.batch is not None or args.design2code_blocks or None in single.values():
+        return None
+    pool = pool_for(args.browser_pool)
+    if pool is None:
+        return None
+    request = {k: str(v) for k, v in {**single, "task_dir": args.task_dir}.items() if v}
+    status = render_in_pool(pool, request, args.load_timeout, args.chromium)
+    print(f"{status:<15} {args.out}")
+    return 0
+
+
 def run_render(args: argparse.Namespace) -> int:
     from veriharness._util import atomic
+    from veriharness.render.browser import RenderSetupError
+
+    try:
+        pooled = _render_one_in_pool(args)
+        return pooled if pooled is not None else _render(args)
+    except (RenderSetupError, atomic.AtomicWriteError) as exc:
+        return _fail(str(exc))
+
+
+def _render(args: argparse.Namespace) -> int:
     from veriharness.render.browser import Renderer, RenderSetupError
     from veriharness.render.command import (
         BatchItem,
@@ -67,57 +95,54 @@ def run_render(args: argparse.Namespace) -> int:
     from veriharness.render.pool import pool_for, render_in_pool
 
     single = [args.answer_dir, args.reference, args.out]
-    try:
-        if args.batch is not None:
-            if any(v is not None for v in [*single, args.task_dir]):
-                raise RenderSetupError(
-                    "--batch cannot be combined with --answer-dir/--reference/--out/--task-dir"
-                )
-            items = read_batch(args.batch)
-        elif None in single:
-            raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
-        else:
-            items = [
-                BatchItem(
-                    answer_dir=args.answer_dir,
-                    reference=args.reference,
-                    out=args.out,
-                    task_dir=args.task_dir,
-                )
-            ]
-        tasks = {}
-        for item in items:
-            reference_size(item.reference)
-            if item.task_dir is not None:
-                tasks[item.task_dir] = task_spec(item.task_dir)
-        for item in items if args.design2code_blocks else []:
-            if not (item.reference.parent / "reference.html").is_file():
-                raise RenderSetupError(
-                    f"--design2code-blocks needs {item.reference.parent / 'reference.html'}"
-                )
-        pool = pool_for(args.browser_pool)
-        if pool is not None and args.design2code_blocks:
+    if args.batch is not None:
+        if any(v is not None for v in [*single, args.task_dir]):
             raise RenderSetupError(
-                "the browser pool does not take Design2Code captures: "
-                "give --design2code-blocks with --browser-pool none"
+                "--batch cannot be combined with --answer-dir/--reference/--out/--task-dir"
             )
-        if pool is not None:
-            for item in items:
-                request = {k: str(v) for k, v in item.model_dump().items() if v is not None}
-                status = render_in_pool(pool, request, args.load_timeout, args.chromium)
-                print(f"{status:<15} {item.out}")
-            return 0
-        with Renderer(args.load_timeout, args.chromium) as renderer:
-            for item in items:
-                task = None if item.task_dir is None else tasks[item.task_dir]
-                record = render_answer(renderer, item.answer_dir, item.reference, item.out, task)
-                step = f" ({record.failed_step})" if record.failed_step else ""
-                print(f"{record.status:<15} {item.out}{step}")
-                if args.design2code_blocks and record.status == "ok":
-                    done = render_recoloured(renderer, item.answer_dir, item.reference, item.out)
-                    print(f"{'design2code':<15} {item.out}: {done}")
-    except (RenderSetupError, atomic.AtomicWriteError) as exc:
-        return _fail(str(exc))
+        items = read_batch(args.batch)
+    elif None in single:
+        raise RenderSetupError("give --answer-dir, --reference and --out (or --batch FILE)")
+    else:
+        items = [
+            BatchItem(
+                answer_dir=args.answer_dir,
+                reference=args.reference,
+                out=args.out,
+                task_dir=args.task_dir,
+            )
+        ]
+    tasks = {}
+    for item in items:
+        reference_size(item.reference)
+        if item.task_dir is not None:
+            tasks[item.task_dir] = task_spec(item.task_dir)
+    for item in items if args.design2code_blocks else []:
+        if not (item.reference.parent / "reference.html").is_file():
+            raise RenderSetupError(
+                f"--design2code-blocks needs {item.reference.parent / 'reference.html'}"
+            )
+    pool = pool_for(args.browser_pool)
+    if pool is not None and args.design2code_blocks:
+        raise RenderSetupError(
+            "the browser pool does not take Design2Code captures: "
+            "give --design2code-blocks with --browser-pool none"
+        )
+    if pool is not None:
+        for item in items:
+            request = {k: str(v) for k, v in item.model_dump().items() if v is not None}
+            status = render_in_pool(pool, request, args.load_timeout, args.chromium)
+            print(f"{status:<15} {item.out}")
+        return 0
+    with Renderer(args.load_timeout, args.chromium) as renderer:
+        for item in items:
+            task = None if item.task_dir is None else tasks[item.task_dir]
+            record = render_answer(renderer, item.answer_dir, item.reference, item.out, task)
+            step = f" ({record.failed_step})" if record.failed_step else ""
+            print(f"{record.status:<15} {item.out}{step}")
+            if args.design2code_blocks and record.status == "ok":
+                done = render_recoloured(renderer, item.answer_dir, item.reference, item.out)
+                print(f"{'design2code':<15} {item.out}: {done}")
     return 0
 
 
