@@ -118,6 +118,10 @@ def test_unreadable_content_is_named_in_read_errors_not_dropped(collected) -> No
     bad_type = _row(runs, ("treat", "task-003", 1))
     assert "num_turns: expected Int64, got 'many'" in bad_type.read_errors
     assert pd.isna(bad_type.turns) and not pd.isna(bad_type.cost_usd)
+    assert "duration_ms: " + str(10**24) + " is outside the 64-bit integer range" in (
+        bad_type.read_errors
+    )
+    assert pd.isna(bad_type.duration_ms)
     no_metrics = _row(runs, ("base", "task-001", 2))
     assert "metrics.json: absent" in no_metrics.read_errors
     assert pd.isna(no_metrics.metric_ssim)

@@ -352,6 +352,7 @@ def _write_run(
     }
     if fault == "bad_type":
         outcome["num_turns"] = "many"
+        outcome["duration_ms"] = 10**24  # an integer no 64-bit column holds
     text = json.dumps(outcome)
     (run_dir / "outcome.json").write_text(text[:25] if fault == "bad_outcome" else text)
     if fault == "missing_answer":

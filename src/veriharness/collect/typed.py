@@ -6,9 +6,14 @@ not coerced: it becomes null and the mismatch is named in the run's `read_errors
 
 from __future__ import annotations
 
+import sys
 from typing import Literal, overload
 
 __all__ = ["typed_value"]
+
+# The tables' integer columns are 64-bit (pandas Int64, parquet int64).
+_INT64 = range(-(2**63), 2**63)
+_FLOAT_MAX = int(sys.float_info.max)
 
 
 @overload
@@ -40,8 +45,14 @@ def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> obj
         "boolean": isinstance(value, bool),
     }.get(dtype, True)
     if dtype == "Int64" and isinstance(value, float) and value.is_integer():
-        return int(value)
+        value, ok = int(value), True
     if not ok:
         errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
+        return None
+    if dtype == "Int64" and value not in _INT64:
+        errors.append(f"{where}: {value!r:.60} is outside the 64-bit integer range")
+        return None
+    if dtype == "Float64" and isinstance(value, int) and abs(value) > _FLOAT_MAX:
+        errors.append(f"{where}: {value!r:.60} is outside the floating-point range")
         return None
     return value
