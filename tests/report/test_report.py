@@ -14,6 +14,7 @@ from playwright.sync_api import sync_playwright
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment, write_repeated_calls
 from veriharness._util.programs import find_chromium
+from veriharness.score import SCORER_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = {
@@ -277,6 +278,9 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     record = exp.exp_dir / "base" / "task-001" / "r1" / "run.json"
     data = json.loads(record.read_text())
     record.write_text(json.dumps(data | {"provenance": {"uncommitted_changes": True}}))
+    # One run keeps the scores of an older scorer: its scores cannot be set beside the others'.
+    metrics = exp.exp_dir / "treat" / "task-000" / "r1" / "metrics.json"
+    metrics.write_text(json.dumps(json.loads(metrics.read_text()) | {"scorer_version": "1"}))
     assert _cmd("collect", "--experiment-dir", exp.exp_dir).returncode == 0
     proc = _cmd(
         "compare", "--experiment-dir", exp.exp_dir, "--baseline", "base", "--treatment", "treat"
@@ -286,6 +290,11 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     head = comparison.split("| measure |")[0]
     assert "OFFLINE: 6 of 6 runs ran against the embedded offline model" in head
     assert "UNCOMMITTED: 1 of 6 runs ran with uncommitted inputs" in head
+    scored = (
+        f"Scored by scorer 1 (1 runs), {SCORER_VERSION} (4 runs); block detection dom (5 runs)."
+    )
+    assert "MIXED SCORING: the scored runs were not all scored alike" in head
+    assert head.count(scored) == 2  # the caveat, and the method paragraph
     out = exp.exp_dir / "report"
     proc = _cmd(
         "report", "--experiment-dir", exp.exp_dir, "--out", out, "--tasks-dir", exp.tasks_dir
@@ -295,6 +304,7 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     order = [
         index.index("OFFLINE: 6 of 6 runs"),
         index.index("UNCOMMITTED: 1 of 6 runs"),
+        index.index("MIXED SCORING"),
         index.index("<h2>Verdict</h2>"),
         index.index("did not detectably change metric_ssim"),
         index.index("This design cannot reach alpha 0.05"),
@@ -308,6 +318,7 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
         index.index("<img"),
     ]
     assert order == sorted(order)
+    assert index.count(scored) == 2  # the caveat, and the experiment's facts
 
 
 def test_the_workflow_hands_the_report_its_tasks_folder(tmp_path: Path) -> None:

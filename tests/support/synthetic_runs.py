@@ -17,6 +17,7 @@ from typing import Any
 
 from veriharness._util.hashing import sha256_file
 from veriharness.experiment.analysis import AUDIT_FLAGS
+from veriharness.score import SCORER_VERSION
 
 __all__ = [
     "FAULTS",
@@ -372,7 +373,10 @@ def _write_run(
         "ocr_word_f1": round(0.5 + effect + rng.uniform(-0.05, 0.05), 4),
         "position": None if rng.random() < 0.1 else round(rng.uniform(0.3, 0.9), 4),
     }
-    _dump(run_dir / "metrics.json", {"kind": "metrics", "status": "ok", "metrics": spec.metrics})
+    metrics = {"kind": "metrics", "scorer_version": SCORER_VERSION, "status": "ok",
+               "metrics": spec.metrics, "details": {"blocks": {"detection": "dom"}},
+               "versions": {}}  # fmt: skip
+    _dump(run_dir / "metrics.json", metrics)
     _dump(
         run_dir / "audit.json",
         {

@@ -450,6 +450,14 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
     table = pd.read_csv(finished / "tables" / "runs.csv")
     assert len(table) == 4 + len(TASKS) and set(table["scorer_version"]) == {"next"}
+    # config.yaml's scoring.block_detection, for every run whose block metrics were computed
+    # (the reference set's tasks without a reference.html have none).
+    blocks = table["metric_block_match"].notna()
+    assert blocks.any() and set(table.loc[blocks, "block_detection"]) == {"dom"}
+    assert table.loc[table["metrics_status"] != "ok", "block_detection"].isna().all()
+    comparison = (finished / "comparison.md").read_text()
+    assert "Scored by scorer next (4 runs); block detection dom (" in comparison
+    assert "MIXED SCORING" not in comparison
 
 
 def test_hostile_answers_still_yield_tables_comparison_and_report(

@@ -394,6 +394,14 @@ class RunFields(TypedDict, total=False):
     scorer_version: Annotated[
         str | None, Col("metrics.json:scorer_version", "scorer that wrote metrics.json")
     ]
+    block_detection: Annotated[
+        str | None,
+        Col(
+            "metrics.json:details.blocks.detection",
+            "how the text blocks of block_match, text_similarity, position and color were found: "
+            "dom or design2code (config scoring.block_detection)",
+        ),
+    ]
     interactions_stated: Annotated[
         int | None,
         Col(

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from veriharness._util import atomic
-from veriharness.collect.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats, scoring_line
 from veriharness.collect.populations import PopulationError, populations
 from veriharness.experiment.analysis import (
     AUDIT_FLAGS,
@@ -498,7 +498,7 @@ def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
         "per-protocol (`per_protocol`): only runs with a scored answer, a sensitivity analysis. "
         f"95% percentile bootstrap intervals from {a['resamples']} resamples (seed {a['seed']}); "
         "`p` is a two-sided sign-flip permutation test; `p (Holm)` is adjusted within its family "
-        "and population. docs/metrics.md gives the rules.",
+        "and population. docs/metrics.md gives the rules. " + scoring_line(a),
     ]
     for family in FAMILIES:
         if (table["family"] == family).any():

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from veriharness.collect.caveats import caveat_lines, run_caveats
+from veriharness.collect.caveats import caveat_lines, run_caveats, scoring_line
 from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
@@ -205,6 +205,7 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         ["sessions could reach", _network_text(agent, current)],
         ["prompt modules", _modules_text(record)],
         ["session limits", _limits_text(current)],
+        ["scoring", scoring_line(run_caveats(current))],
         ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
         [
             "inputs commit",
