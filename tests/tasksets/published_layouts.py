@@ -157,7 +157,8 @@ def write_interaction2code(folder: Path) -> Path:
     the saved page. Page 1: a click and a hover that work, a named element the page does not
     have, a drag, a click that changes nothing. Page 2: typing into a field found by its
     placeholder, a name two buttons share, a trigger given by an explicit selector, an explicit
-    selector that matches nothing, and a select switched from one option to another. Page 3
+    selector that matches nothing, a select switched from one option to another, and a click
+    that starts from the state the select leads to (chained, so skipped). Page 3
     loads a remote stylesheet; page 4 is as published (no HTML); page 5's only interaction
     changes nothing, so it has none to import."""
     folder.mkdir(parents=True)
@@ -205,8 +206,10 @@ def write_interaction2code(folder: Path) -> Path:
             "3": _i2c_action(4, "click the magnifier icon", "results show", selector="#go"),
             "4": _i2c_action(6, "click the filter", "filters show", selector="#filters"),
             "5": _i2c_action(8, 'switch "Python" option to "PHP" option', "PHP is chosen"),
+            # Starts where 5 ended; on the page as loaded it would replay, and mean another thing.
+            "6": _i2c_action(9, "click the magnifier icon again", "results", selector="#go"),
         },
-        10,
+        11,
     )
     _i2c_page(
         folder / "3",

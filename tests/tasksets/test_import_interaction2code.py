@@ -40,7 +40,7 @@ def test_pages_with_a_replayable_interaction_become_tasks(imported) -> None:
     assert "2 of 5 page(s) imported" in proc.stdout
     assert "3 skipped (1 no_interactions, 1 no_page_html, 1 remote_resources)" in proc.stdout
     assert (
-        "5 interaction(s) imported; 6 skipped (2 no_change, 1 trigger_ambiguous, "
+        "5 interaction(s) imported; 7 skipped (1 chained, 2 no_change, 1 trigger_ambiguous, "
         "2 trigger_not_found, 1 unsupported_action)"
     ) in proc.stdout
     manifest = read_manifest(dest)
@@ -67,8 +67,13 @@ def test_every_interaction_left_out_is_listed_with_its_reason(imported) -> None:
         ("1", "5"): "no_change",
         ("2", "2"): "trigger_ambiguous",
         ("2", "4"): "trigger_not_found",
+        ("2", "6"): "chained",
         ("5", "1"): "no_change",
     }
+    assert listed[("2", "6")][1] == (
+        "starts from state 9, which interaction 5 leads to; an interaction is replayed on the "
+        "page as loaded, not after another"
+    )
     assert "'Newsletter'" in listed[("1", "3")][1]
     assert "'Drag the progress bar'" in listed[("1", "4")][1]
     assert ':text-is("More")\' matches 2 elements' in listed[("2", "2")][1]

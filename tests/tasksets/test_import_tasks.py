@@ -98,7 +98,7 @@ def test_design2code_manifest_names_the_set_its_source_and_every_file(d2c) -> No
     assert manifest["name"] == "d2c-sample" and manifest["version"] == "2024-03 sample"
     assert manifest["description"]
     assert manifest["source"] == {"layout": "design2code", "path": str(source), "pages": 6}
-    assert manifest["importer"]["version"] == "1"
+    assert manifest["importer"]["version"] == "2"
     assert manifest["files"] == hashed_files(dest)
     # The source files each task was made from, by their own checksums.
     used = ("1.html", "1.png", "5.html", "5.png", "rick.jpg")
@@ -174,7 +174,7 @@ def test_check_experiment_records_the_set_and_refuses_a_changed_file(d2c, tmp_pa
         "manifest_sha256": sha256_of(dest / "manifest.yaml"),
         "files_verified": len(hashed_files(dest)),
         "source_layout": "design2code",
-        "importer_version": "1",
+        "importer_version": "2",
     }
 
     page = dest / "1" / "reference.html"

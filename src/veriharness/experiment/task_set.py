@@ -64,6 +64,7 @@ SkipReason = Literal[
 
 # Why one interaction of an Interaction2Code page was not imported (P-50).
 SkippedInteractionReason = Literal[
+    "chained",
     "no_action_text",
     "unsupported_action",
     "no_trigger_name",

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 # What the converter does to a page; bump it when that changes (recorded in every manifest).
-IMPORTER_VERSION = "1"
+IMPORTER_VERSION = "2"  # 2: an interaction chained to another is skipped
 
 STAGING = ".import-staging"
 # Files a task folder holds by name: a page's own asset of the same name would be overwritten.

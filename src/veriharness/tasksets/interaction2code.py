@@ -14,7 +14,9 @@ exact `aria-label`, `title`, `alt` or `placeholder`; for typing, only a form fie
 label attributes; for a select, the select with an option of that text. An entry may instead
 give `selector`, used as is. Either way the trigger is kept only when replaying the action on
 the reference finds exactly one element and changes the page; anything else is a
-`SkippedInteraction` with its reason.
+`SkippedInteraction` with its reason. An interaction that starts from the state another one
+leads to (its `src` is that one's `dst`) is skipped `chained`: every interaction is replayed on
+the page as loaded.
 """
 
 from __future__ import annotations
@@ -271,7 +273,16 @@ def import_interactions(
             )
         )
 
-    for key, entry in read_actions(actions).items():
+    entries = read_actions(actions)
+    reached_by = {entry.dst: key for key, entry in entries.items()}
+    for key, entry in entries.items():
+        if reached_by.get(entry.src, key) != key:
+            detail = (
+                f"starts from state {entry.src}, which interaction {reached_by[entry.src]} leads "
+                "to; an interaction is replayed on the page as loaded, not after another"
+            )
+            skip(key, "chained", detail)
+            continue
         before, after = page / f"{entry.src}.png", page / f"{entry.dst}.png"
         absent = [p.name for p in (before, after) if not p.is_file()]
         if absent:
