@@ -21,7 +21,8 @@ from veriharness._util.tesseract_cache import CACHE_ENV
 HERE = Path(__file__).resolve().parent
 # Every file that took 40 s or more, longest first: the sum of its setups, calls and teardowns
 # in the --durations of fresh clones' runs and of the files run alone (2 and 3 December 2026;
-# from about 450 s for the recovery tests down). A long file left off runs at the end, alone. A file renamed or removed must leave this list too.
+# from about 450 s for the recovery tests down). A long file left off runs at the end, alone.
+# A file renamed or removed must leave this list too.
 LONGEST_FIRST = [
     "workflow/test_recovery.py",
     "cluster/test_slurm.py",
