@@ -20,9 +20,8 @@ from veriharness._util.tesseract_cache import CACHE_ENV
 
 HERE = Path(__file__).resolve().parent
 # Every file that took 40 s or more, longest first: the sum of its setups, calls and teardowns
-# in the --durations of fresh clones' runs and of the files run alone (2 and 3 December 2026;
-# from about 450 s for the recovery tests down). A long file left off runs at the end, alone.
-# A file renamed or removed must leave this list too.
+# in the --durations of fresh clones' runs and of the files run alone (2 December 2026; from
+# about 450 s for the recovery tests down). A file renamed or removed must leave this list too.
 LONGEST_FIRST = [
     "workflow/test_recovery.py",
     "cluster/test_slurm.py",
@@ -34,13 +33,9 @@ LONGEST_FIRST = [
     "report/test_inspect_export.py",
     "score/test_score.py",
     "tasksets/test_imported_set_runs.py",
-    "score/metrics/test_design2code.py",
-    "score/test_interaction_scores.py",
     "external/test_external.py",
     "agent/test_proxy.py",
     "render/test_render_pool.py",
-    "render/test_states.py",
-    "tasksets/test_import_interaction2code.py",
     "workflow/test_foundation.py",
     "spend/test_unpriced_pipeline.py",
     "workflow/test_failed_runs.py",
