@@ -16,6 +16,12 @@ _INT64 = range(-(2**63), 2**63)
 _FLOAT_MAX = int(sys.float_info.max)
 
 
+def _shown(number: int) -> str:
+    """An integer as written, or its first digits and its length when it is long."""
+    text = str(number)
+    return text if len(text) <= 40 else f"{text[:20]}... (an integer of {len(text)} digits)"
+
+
 @overload
 def typed_value(
     value: object, dtype: Literal["string"], where: str, errors: list[str]
@@ -49,10 +55,10 @@ def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> obj
     if not ok:
         errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
         return None
-    if dtype == "Int64" and value not in _INT64:
-        errors.append(f"{where}: {value!r:.60} is outside the 64-bit integer range")
+    if dtype == "Int64" and isinstance(value, int) and value not in _INT64:
+        errors.append(f"{where}: {_shown(value)} is outside the 64-bit integer range")
         return None
     if dtype == "Float64" and isinstance(value, int) and abs(value) > _FLOAT_MAX:
-        errors.append(f"{where}: {value!r:.60} is outside the floating-point range")
+        errors.append(f"{where}: {_shown(value)} is outside the floating-point range")
         return None
     return value

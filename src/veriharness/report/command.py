@@ -174,8 +174,9 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     runs left out, before any plot."""
     record = _record(exp_dir)
     current = runs[~runs["superseded"].fillna(False).astype(bool)] if "superseded" in runs else runs
+    caveats = run_caveats(current)
     warnings = "".join(
-        f"<p class='caveat'><b>{esc(line)}</b></p>" for line in caveat_lines(run_caveats(current))
+        f"<p class='caveat'><b>{esc(line)}</b></p>" for line in caveat_lines(caveats)
     )
     config = record.get("config", {})
     agent = config.get("agent", {})
@@ -205,7 +206,7 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         ["sessions could reach", _network_text(agent, current)],
         ["prompt modules", _modules_text(record)],
         ["session limits", _limits_text(current)],
-        ["scoring", scoring_line(run_caveats(current))],
+        ["scoring", scoring_line(caveats)],
         ["CallMLLM profiles", ", ".join(p.get("name", "?") for p in profiles) or "–"],
         [
             "inputs commit",
@@ -225,7 +226,7 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
             f"{money(execution.get('max_usd'))}{unpriced}",
         ],
     ]
-    if not run_caveats(current)["runs_offline"]:
+    if not caveats["runs_offline"]:
         # Offline runs: Claude Code prices a stand-in model with its own list; not a spend.
         facts.append(["spend (Claude Code's own)", money(spend("claude_cost_usd"))])
     summary = _comparison_summary(exp_dir)
