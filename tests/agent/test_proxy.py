@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from veriharness.agent import proxy as proxy_module
 from veriharness.agent.proxy import SseUsage, Upstream, running_proxy
 from veriharness.agent.request_record import Refusal, RequestFacts, read_requests
 from veriharness.pace.provider_pace import Held, PaceState, ProviderPace
@@ -220,6 +221,34 @@ def test_an_http_error_upstream_reaches_the_agent_as_it_came(
     assert proxied.headers["content-type"] == direct.headers["content-type"]
     record = _records(tmp_path)[-1]
     assert (record.status, record.error) == (status, error)
+
+
+@pytest.mark.parametrize("path", ["/status500", "/v1/messages"])
+def test_an_answer_the_agent_has_whole_is_recorded_as_answered_when_the_proxy_closes_at_once(
+    stub: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """The session may end the moment the agent has its answer; the handler, slow after the
+    last byte, must still be the one that records it, and before `running_proxy` returns."""
+    plain_chunks, plain_finish = proxy_module._chunks, proxy_module._finish
+
+    def slow_after_the_end(response: Any) -> Iterator[bytes]:
+        yield from plain_chunks(response)
+        time.sleep(0.5)
+
+    def slow_finish(*args: Any) -> None:
+        time.sleep(0.5)
+        plain_finish(*args)
+
+    monkeypatch.setattr(proxy_module, "_chunks", slow_after_the_end)
+    monkeypatch.setattr(proxy_module, "_finish", slow_finish)
+    with running_proxy(
+        Upstream(stub.base, REAL_KEY), TOKEN, tmp_path / "agent_requests.jsonl"
+    ) as url:
+        answer = _post(url, path)
+    [record] = _records(tmp_path)
+    assert not record.open_at_end
+    assert (record.status, record.response_bytes) == (answer.status_code, len(answer.content))
+    assert record.error == ("api_error: boom" if path == "/status500" else None)
 
 
 def test_a_refused_connection_upstream_is_a_connection_error_for_the_agent_too(

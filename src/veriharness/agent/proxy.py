@@ -26,7 +26,10 @@ only for a few idle seconds, so a reused connection is never one the upstream ha
 A request still open when the proxy closes (the session ended, by its wall clock or a kill, while
 the upstream had not answered or was still answering) is recorded then, with `open_at_end` and
 how long it had waited, and its upstream connection is closed; that record is what tells a hung
-upstream from a slow agent (`outcome.py`).
+upstream from a slow agent (`outcome.py`). A request stops being open just before the agent can
+see the end of its answer (before its last byte), so an answer the agent has whole is never
+recorded as open; and closing waits for such requests' own records, so every request has its one
+line in the file when `running_proxy` returns.
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ _RESPONSE_DROP = {
     "upgrade", "content-length",
 }  # fmt: skip
 _IDLE_REUSE_SECONDS = 4.0
+# How long closing waits for an answered request's record before it ends the agent's connection.
+_FINISH_GRACE_SECONDS = 5.0
 _CHUNK = 65536
 _LEADING_MODEL = re.compile(rb'\{\s*"model"\s*:\s*"([^"\\]{1,200})"')
 _ERROR_BODY_LIMIT = 1 << 20  # a JSON answer is parsed for usage / error up to this size
@@ -225,8 +230,11 @@ class ModelProxy(ThreadingHTTPServer):
         self.admit = admit
         self.on_record = on_record
         self._record_lock = threading.Lock()
+        self._recorded = threading.Condition(self._record_lock)
         # Requests being handled, by id of their record.
         self._open: dict[int, _OpenRequest] = {}
+        # Requests no longer open whose handler has not yet recorded them, with the agent's socket.
+        self._finishing: dict[int, tuple[dict[str, Any], socket.socket]] = {}
         self.closing = False  # set by close_open: a request still held is not sent
 
     @property
@@ -261,14 +269,28 @@ class ModelProxy(ThreadingHTTPServer):
             if id(record) in self._open:
                 self._open[id(record)].upstream = conn
 
-    def settled(self, record: dict[str, Any]) -> bool:
+    def settled(self, record: dict[str, Any], agent: socket.socket) -> bool:
         """Take a finished request off the open list; False when `close_open` recorded it."""
         with self._record_lock:
-            return self._open.pop(id(record), None) is not None
+            if self._open.pop(id(record), None) is None:
+                return False
+            self._finishing[id(record)] = (record, agent)
+            return True
+
+    def record_settled(self, record: dict[str, Any]) -> None:
+        """The handler's own record of a request it settled, unless closing gave up on it."""
+        with self._record_lock:
+            if self._finishing.pop(id(record), None) is None:
+                return
+        try:
+            self.record(record)
+        finally:
+            with self._recorded:
+                self._recorded.notify_all()
 
     def close_open(self) -> None:
         """Record every request still open and close its upstream connection (the handler,
-        unblocked, then records nothing more)."""
+        unblocked, then records nothing more); then wait for the records of answered ones."""
         with self._record_lock:
             self.closing = True
             still_open = list(self._open.values())
@@ -291,10 +313,29 @@ class ModelProxy(ThreadingHTTPServer):
             self.record(entry)
             conn = request.upstream
             if conn is not None and conn.sock is not None:
-                try:
-                    conn.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                _shut(conn.sock)
+        self._await_finishing()
+
+    def _await_finishing(self) -> None:
+        """Wait for handlers to record what they settled. One still writing its answer's last
+        bytes to an agent that reads nothing has that connection ended, then one more grace; a
+        request still unrecorded after it is recorded here, named as such."""
+        with self._recorded:
+            if self._recorded.wait_for(lambda: not self._finishing, _FINISH_GRACE_SECONDS):
+                return
+            agents = [agent for _, agent in self._finishing.values()]
+        for agent in agents:
+            _shut(agent)
+        with self._recorded:
+            self._recorded.wait_for(lambda: not self._finishing, _FINISH_GRACE_SECONDS)
+            stuck = [record for record, _ in self._finishing.values()]
+            self._finishing.clear()
+        for record in stuck:
+            entry = dict(record)
+            entry.setdefault(
+                "error", f"{UNANSWERED}: its answer's last bytes were still being written"
+            )
+            self.record(entry)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -350,13 +391,13 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             record["total_ms"] = _ms(began)
             if self._settle(record):
-                self.server.record(record)
+                self.server.record_settled(record)
 
     def _settle(self, record: dict[str, Any]) -> bool:
         """End the request's open state before the agent sees its end, so a proxy closing
         after that never records it as open; False when the closing proxy recorded it."""
         if self._mine is None:
-            self._mine = self.server.settled(record)
+            self._mine = self.server.settled(record, self.connection)
         return self._mine
 
     def _read_body(self) -> bytes:
@@ -468,6 +509,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
         else:
             self.send_header("Content-Length", length or "0")
+        if response.length == 0:  # no body (HEAD, 204, 304, an empty one): the headers end it
+            self._settle(record)
         self.end_headers()
         sse = SseUsage() if streamed else None
         kept = bytearray()
@@ -475,6 +518,8 @@ class _Handler(BaseHTTPRequestHandler):
         failure = None
         try:
             for chunk in _chunks(response):
+                if response.length == 0:  # this chunk completes a Content-Length answer
+                    self._settle(record)
                 try:
                     self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
                 except OSError as error:
@@ -513,10 +558,14 @@ class _Handler(BaseHTTPRequestHandler):
         """End the agent's connection without an answer (or mid-answer), as a failed
         connection to the provider would."""
         self.close_connection = True
-        try:
-            self.request.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        _shut(self.request)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
