@@ -185,15 +185,20 @@ class Backend(ABC):
         return text.replace(self._base_url, "<base_url>")
 
     def send(
-        self, client: httpx.Client, request: ModelRequest, pace: ProviderPace | None = None
+        self,
+        client: httpx.Client,
+        request: ModelRequest,
+        pace: ProviderPace | None = None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> ModelReply:
         """Exactly one POST, held first until the provider's shared pace allows it (`pace`);
-        every fault becomes a ``ProviderError``."""
+        every fault becomes a ``ProviderError``. A caller that gave up while the request was
+        held (`abandoned`) gets `Abandoned`, and nothing is sent."""
         headers = {"content-type": "application/json", **self.headers()}
         content = self.encode(request)
         if pace is None:
             return self._post(client, content, headers)
-        held = pace.hold(len(content))
+        held = pace.hold(len(content), abandoned)
         status: int | None = None
         answer_headers: dict[str, str] = {}
         tokens = None

@@ -29,6 +29,10 @@ hashing and cropping an image and the HTTP request then never block the event lo
 the transport, concurrent calls proceed side by side, and the whole call costs one thread hop
 (cheaper, measured, than the async HTTP client on the loop; see ``bench/mllm_overhead.py``).
 One HTTP client per profile lives as long as the server, so a call opens no new client.
+A call the client cancels (``notifications/cancelled``, as Claude Code sends when its tool
+timeout passes) is left to its thread: while it is still held by the provider's pace it is
+dropped unsent (``mllm_call_failed``, error type ``cancelled``); once sent it runs to its end, so
+what was paid for reaches the trace, and no answer goes back to the client.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -88,7 +92,7 @@ from veriharness.mllm.backends import (
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.trace import TraceWriter, now
-from veriharness.pace.provider_pace import ProviderPace, pace_dir
+from veriharness.pace.provider_pace import Abandoned, ProviderPace, pace_dir
 from veriharness.runfolder.mllm_trace import (
     CallCompleted,
     CallFailed,
@@ -172,7 +176,12 @@ class CallService:
         )
         return ToolError(message)
 
-    def call(self, arguments: dict[str, Any], tool_use_id: str | None = None) -> str:
+    def call(
+        self,
+        arguments: dict[str, Any],
+        tool_use_id: str | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> str:
         """One CallMLLM call, start to finish; raises ``ToolError`` for the agent to read.
 
         `tool_use_id` is the agent's id for this tool use, when the client sends one: it links
@@ -205,7 +214,18 @@ class CallService:
         client = self._client(profile.name, profile.provider)
         begun = time.perf_counter()
         try:
-            reply = backend.send(client, model_request, self._pace(profile.name))
+            reply = backend.send(client, model_request, self._pace(profile.name), cancelled)
+        except Abandoned as gone:
+            self.trace.write(
+                CallFailed(
+                    call_id=call_id,
+                    time=now(),
+                    latency_ms=_ms(begun),
+                    error_type="cancelled",
+                    error=f"the client cancelled the call: {gone}",
+                )
+            )
+            raise ToolError(f"CallMLLM cancelled: {gone}") from None
         except ProviderError as error:
             self.trace.write(
                 CallFailed(
@@ -393,8 +413,18 @@ def build_server(service: CallService) -> Server[None]:
                 message=f"unknown tool {params.name!r}; this server has one tool, {_TOOL_NAME!r}",
             )
         arguments = dict(params.arguments or {})
+        cancelled = threading.Event()
         try:
-            text = await anyio.to_thread.run_sync(service.call, arguments, _tool_use_id(ctx.meta))
+            text = await anyio.to_thread.run_sync(
+                service.call,
+                arguments,
+                _tool_use_id(ctx.meta),
+                cancelled.is_set,
+                abandon_on_cancel=True,  # the thread is told, and ends the call itself
+            )
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
         except ToolError as error:
             return _error_result(str(error))
         except Exception as error:  # a fault of this server: the agent is told, serving goes on

@@ -126,6 +126,8 @@ class CallFailed(_Model):
     call_id: str
     time: str
     latency_ms: float
+    # A provider fault (connection, timeout, http_status, bad_response), or cancelled: the
+    # client cancelled the call while it was held by the provider's pace, and it was not sent.
     error_type: str
     error: str
 

@@ -1,0 +1,86 @@
+"""A call the client cancels while the provider's pace holds it is never sent, through the real
+server process and the SDK's client: Claude Code cancels a tool call when its tool timeout
+passes, and a call sent after that would be paid for with an answer nobody reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp.client.stdio import StdioServerParameters
+
+from mllm.mllm_mcp_client import BlockingMcpClient
+from mllm.mllm_provider_stub import ProviderStub
+from veriharness.pace.provider_pace import PaceState, pace_dir
+
+PROFILE_PACE = "mllm-default"  # the pace of the catalog's `default` profile
+
+
+def _request() -> dict[str, Any]:
+    return {
+        "instruction": "Describe the screenshot.",
+        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
+        "capability_tags": ["E1"],
+        "output": {"kind": "text"},
+    }
+
+
+def _block(experiment: Path, blocked: bool) -> None:
+    """The experiment's shared pace state for the profile: every request held, or none."""
+    state = PaceState(blocked_until=time.time() + 600 if blocked else 0.0, answered=1)
+    folder = pace_dir(experiment)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{PROFILE_PACE}.json").write_text(state.model_dump_json())
+
+
+def _events(trace: Path) -> list[dict[str, Any]]:
+    if not trace.is_file():
+        return []
+    return [json.loads(line) for line in trace.read_text().splitlines()]
+
+
+def _wait_for(trace: Path, event: str) -> dict[str, Any]:
+    for _ in range(200):
+        found = [e for e in _events(trace) if e["event"] == event]
+        if found:
+            return found[-1]
+        time.sleep(0.05)
+    raise AssertionError(f"no {event} in {trace} after 10 s: {_events(trace)}")
+
+
+def test_a_call_cancelled_while_held_by_the_pace_is_never_sent(
+    tmp_path: Path, stub: ProviderStub, workspace: Path, catalog_file: Path
+) -> None:
+    experiment, run_dir = tmp_path / "exp", tmp_path / "exp" / "c" / "t" / "r1"
+    run_dir.mkdir(parents=True)
+    trace = run_dir / "mllm_trace.jsonl"
+    ledger = {"experiment_dir": str(experiment), "run_dir": str(run_dir), "condition": "c",
+              "task": "t", "replicate": 1}  # fmt: skip
+    spend = {"prices": {"default": None}, "ledger": ledger, "paced": True}
+    _block(experiment, blocked=True)
+    args = ["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
+            "--catalog", str(catalog_file), "--trace", str(trace),
+            "--spend-json", json.dumps(spend)]  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable, args=args, env={**os.environ, "VH_STUB_URL": stub.base}
+    )
+    before = len(stub.received)
+    with open(tmp_path / "stderr.log", "w") as errlog, BlockingMcpClient(params, errlog) as mllm:
+        pending = mllm.start_call(_request())
+        started = _wait_for(trace, "mllm_call_started")
+        time.sleep(1.0)  # held by the blocked pace
+        assert pending.cancel()
+        failed = _wait_for(trace, "mllm_call_failed")
+        _block(experiment, blocked=False)  # a call still held would now be sent
+        time.sleep(2.0)
+        answered = mllm.call(_request())  # the server serves on, and the pace lets calls through
+    assert len(stub.received) == before + 1
+    assert not answered.is_error
+    assert failed["call_id"] == started["call_id"] and failed["error_type"] == "cancelled"
+    assert "not sent" in failed["error"] and failed["latency_ms"] >= 900
+    calls = [e["call_id"] for e in _events(trace) if e["event"] == "mllm_call_completed"]
+    assert started["call_id"] not in calls and len(calls) == 1
