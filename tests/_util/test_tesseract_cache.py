@@ -23,6 +23,11 @@ def _sign(text: str) -> Image.Image:
     return image
 
 
+def _forget_the_program() -> None:
+    tesseract_cache.program_identity.cache_clear()
+    tesseract_cache.version_text.cache_clear()
+
+
 @pytest.fixture
 def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A `tesseract` on PATH that logs each page it reads, then runs the real one; a fresh
@@ -38,9 +43,9 @@ def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     log.touch()
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    tesseract_cache.program_identity.cache_clear()
+    _forget_the_program()
     yield log
-    tesseract_cache.program_identity.cache_clear()
+    _forget_the_program()
 
 
 def _reads(log: Path) -> int:
@@ -67,7 +72,7 @@ def test_another_tesseract_misses_the_cache(counted: Path, tmp_path: Path) -> No
     wrapper.write_text(
         wrapper.read_text().replace("exec ", 'case "$1" in --version) echo 9.9;; esac\nexec ')
     )
-    tesseract_cache.program_identity.cache_clear()
+    _forget_the_program()
     assert [w.text for w in read_words(_sign("Quiet harbour lights"))][0] == "Quiet"
     assert _reads(counted) == 2
 

@@ -54,13 +54,25 @@ def _tesseract(*args: str) -> str:
 
 
 @cache
+def version_text() -> str:
+    """What `tesseract --version` prints (its own version, then its libraries')."""
+    return _tesseract("--version")
+
+
+def version_line() -> str:
+    """The first line of `tesseract --version`: the version a record names."""
+    lines = [line.strip() for line in version_text().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+@cache
 def program_identity() -> str:
     """tesseract's `--version` text and the sha256 of the language data it reads."""
     listing = _tesseract("--list-langs")
     folder = re.search(r'"([^"]+)"', listing)
     data = Path(folder.group(1)) / f"{_LANGUAGE}.traineddata" if folder else None
     language = sha256_file(data) if data is not None and data.is_file() else f"absent: {listing}"
-    return sha256_json({"version": _tesseract("--version"), "language_data": language})
+    return sha256_json({"version": version_text(), "language_data": language})
 
 
 def entry_for(picture: Image.Image, arguments: list[str]) -> Path:

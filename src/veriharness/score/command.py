@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from veriharness._util import atomic
+from veriharness._util import atomic, tesseract_cache
 from veriharness._util.batch_files import BatchFileError, read_batch_file
 from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
@@ -55,7 +55,7 @@ from veriharness.score.metrics.blocks import (
 )
 from veriharness.score.metrics.d2cblocks import detect_blocks
 from veriharness.score.metrics.inputs import InputError, read_dom, read_render
-from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words, tesseract_version
+from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
 from veriharness.score.metrics.text import ocr_word_scores
 
@@ -76,7 +76,7 @@ def scorer_versions() -> dict[str, str | None]:
     """What scored: the VeriHarness version and source digest, the OCR pipeline's version and
     the tesseract that read the words (recorded, never hashed)."""
     try:
-        tesseract: str | None = tesseract_version()
+        tesseract: str | None = tesseract_cache.version_line()
     except (OSError, MissingTool) as error:
         tesseract = f"unavailable: {error}"
     return {

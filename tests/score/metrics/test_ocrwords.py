@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from scipy import ndimage
 
+from veriharness._util import tesseract_cache
 from veriharness._util.ocr import Box, OcrWord
 from veriharness.score.metrics.ocrpasses import (
     MIN_CONFIDENCE,
@@ -63,10 +64,12 @@ def test_the_cache_returns_the_same_words_and_ignores_a_different_tesseract(tmp_
     (entry,) = cache.glob(f"*.{OCR_VERSION}.json")
     assert cached_ocr_words(sign, cache) == first
     stored = json.loads(entry.read_text())
-    stored["tesseract"], stored["words"] = "tesseract 0.0", []
+    stored["program"], stored["words"] = "sha256:another-tesseract", []
     entry.write_text(json.dumps(stored))
     assert cached_ocr_words(sign, cache) == first  # stale entry is a miss, and is rewritten
-    assert json.loads(entry.read_text())["tesseract"] != "tesseract 0.0"
+    rewritten = json.loads(entry.read_text())
+    assert rewritten["program"] == tesseract_cache.program_identity()
+    assert rewritten["tesseract"].startswith("tesseract ")
 
 
 def _sidebar() -> Image.Image:

@@ -17,24 +17,22 @@ image thanks to the cache. Word boxes are in original pixels.
 can be read without paying for OCR of the whole page.
 
 The cache holds the words of one image per file, named by the image's digest and `OCR_VERSION`,
-which changes whenever the preprocessing or the merge does; the tesseract version is stored in
-the file and a different one is a cache miss.
+which changes whenever the preprocessing or the merge does; tesseract's identity (its version
+text and language data, `_util.tesseract_cache.program_identity`) is stored in the file and a
+different one is a cache miss.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from veriharness._util import atomic
+from veriharness._util import atomic, tesseract_cache
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import Box, OcrWord, read_words
-from veriharness._util.programs import find_tesseract
 from veriharness.score.metrics.ocrpasses import multipass_words
 
 __all__ = [
@@ -44,19 +42,10 @@ __all__ = [
     "reference_ocr_words",
     "cached_ocr_words",
     "masked",
-    "tesseract_version",
 ]
 
 OCR_VERSION = "ocr-2x-grey-contrast-panel-merged-v4"
 UPSCALE = 2
-
-
-@cache
-def tesseract_version() -> str:
-    done = subprocess.run(
-        [str(find_tesseract()), "--version"], capture_output=True, text=True, check=False
-    )
-    return (done.stdout or done.stderr).splitlines()[0].strip() if done.returncode == 0 else ""
 
 
 def ocr_words(image: Image.Image) -> list[OcrWord]:
@@ -95,10 +84,11 @@ def cached_ocr_words(path: Path, cache_dir: Path | None) -> list[OcrWord]:
         with Image.open(path) as image:
             return reference_ocr_words(image)
     entry = cache_dir / f"{sha256_file(path).removeprefix('sha256:')}.{OCR_VERSION}.json"
-    version = tesseract_version()
+    # The whole program's identity (version text and language data), not just its version line.
+    program = tesseract_cache.program_identity()
     if entry.is_file():
         stored = json.loads(entry.read_text(encoding="utf-8"))
-        if stored.get("tesseract") == version:
+        if stored.get("program") == program:
             return [
                 OcrWord(w["text"], Box(*w["box"]), w["confidence"], tuple(w["line_key"]))
                 for w in stored["words"]
@@ -107,7 +97,8 @@ def cached_ocr_words(path: Path, cache_dir: Path | None) -> list[OcrWord]:
         words = reference_ocr_words(image)
     cache_dir.mkdir(parents=True, exist_ok=True)
     payload = {
-        "tesseract": version,
+        "tesseract": tesseract_cache.version_line(),
+        "program": program,
         "ocr_version": OCR_VERSION,
         "words": [
             {"text": w.text, "box": list(w.box), "confidence": w.confidence, "line_key": w.line_key}
