@@ -251,6 +251,31 @@ def test_an_answer_the_agent_has_whole_is_recorded_as_answered_when_the_proxy_cl
     assert record.error == ("api_error: boom" if path == "/status500" else None)
 
 
+def test_a_handler_stuck_after_the_answer_is_recorded_once_by_the_closing_proxy(
+    stub: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing waits a bounded time for a settled request's own record; one whose handler never
+    gets there is recorded by the closer, named so, and the handler adds no second line."""
+    release = threading.Event()
+    plain_finish = proxy_module._finish
+
+    def stuck_finish(*args: Any) -> None:
+        release.wait(30)
+        plain_finish(*args)
+
+    monkeypatch.setattr(proxy_module, "_finish", stuck_finish)
+    monkeypatch.setattr(proxy_module, "_FINISH_GRACE_SECONDS", 0.3)
+    path = tmp_path / "agent_requests.jsonl"
+    with running_proxy(Upstream(stub.base, REAL_KEY), TOKEN, path) as url:
+        answer = _post(url, "/status500")  # a Content-Length answer: whole before _finish
+    [record] = read_requests(path)
+    assert answer.status_code == 500 and record.status == 500 and not record.open_at_end
+    assert "its answer's last bytes were still being written" in (record.error or "")
+    release.set()
+    time.sleep(0.5)  # the handler, released, finds its request recorded and writes nothing
+    assert len(read_requests(path)) == 1
+
+
 def test_a_refused_connection_upstream_is_a_connection_error_for_the_agent_too(
     tmp_path: Path,
 ) -> None:

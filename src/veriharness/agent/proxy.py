@@ -234,7 +234,7 @@ class ModelProxy(ThreadingHTTPServer):
         # Requests being handled, by id of their record.
         self._open: dict[int, _OpenRequest] = {}
         # Requests no longer open whose handler has not yet recorded them, with the agent's socket.
-        self._finishing: dict[int, tuple[dict[str, Any], socket.socket]] = {}
+        self._finishing: dict[int, tuple[_OpenRequest, socket.socket]] = {}
         self.closing = False  # set by close_open: a request still held is not sent
 
     @property
@@ -272,9 +272,10 @@ class ModelProxy(ThreadingHTTPServer):
     def settled(self, record: dict[str, Any], agent: socket.socket) -> bool:
         """Take a finished request off the open list; False when `close_open` recorded it."""
         with self._record_lock:
-            if self._open.pop(id(record), None) is None:
+            request = self._open.pop(id(record), None)
+            if request is None:
                 return False
-            self._finishing[id(record)] = (record, agent)
+            self._finishing[id(record)] = (request, agent)
             return True
 
     def record_settled(self, record: dict[str, Any]) -> None:
@@ -328,10 +329,11 @@ class ModelProxy(ThreadingHTTPServer):
             _shut(agent)
         with self._recorded:
             self._recorded.wait_for(lambda: not self._finishing, _FINISH_GRACE_SECONDS)
-            stuck = [record for record, _ in self._finishing.values()]
+            stuck = [request for request, _ in self._finishing.values()]
             self._finishing.clear()
-        for record in stuck:
-            entry = dict(record)
+        for request in stuck:
+            entry = dict(request.record)
+            entry.setdefault("total_ms", _ms(request.began))
             entry.setdefault(
                 "error", f"{UNANSWERED}: its answer's last bytes were still being written"
             )
