@@ -127,14 +127,21 @@ def server_parameters(
 
 @contextmanager
 def http_server(
-    workspace: Path, catalog: Path, trace: Path, env: dict[str, str], token: str, log: Path
+    workspace: Path,
+    catalog: Path,
+    trace: Path,
+    env: dict[str, str],
+    token: str,
+    log: Path,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """The real `veriharness mllm-server --transport http` process; yields its MCP URL."""
+    """The real `veriharness mllm-server --transport http` process (with `extra` arguments);
+    yields its MCP URL."""
     port_file = log.with_suffix(".port")
     port_file.unlink(missing_ok=True)
     args = [sys.executable, "-m", "veriharness", "mllm-server", "--transport", "http",
             "--workspace", str(workspace), "--catalog", str(catalog), "--trace", str(trace),
-            "--port-file", str(port_file)]  # fmt: skip
+            "--port-file", str(port_file), *extra]  # fmt: skip
     with open(log, "w") as errors:
         server = subprocess.Popen(args, env=env | {MLLM_TOKEN_ENV: token}, stderr=errors)
     try:

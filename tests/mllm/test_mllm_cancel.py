@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from mllm.mllm_mcp_client import BlockingMcpClient
+from mllm.mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server, server_parameters
 from mllm.mllm_provider_stub import ProviderStub
 from veriharness.pace.provider_pace import PaceState, pace_dir
 
 PROFILE_PACE = "mllm-default"  # the pace of the catalog's `default` profile
+TOKEN = "mllm-session-token-0123456789"
 
 
 def _request() -> dict[str, Any]:
@@ -52,8 +54,9 @@ def _wait_for(trace: Path, event: str) -> dict[str, Any]:
     raise AssertionError(f"no {event} in {trace} after 10 s: {_events(trace)}")
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_a_call_cancelled_while_held_by_the_pace_is_never_sent(
-    tmp_path: Path, stub: ProviderStub, workspace: Path, catalog_file: Path
+    tmp_path: Path, stub: ProviderStub, workspace: Path, catalog_file: Path, transport: str
 ) -> None:
     experiment, run_dir = tmp_path / "exp", tmp_path / "exp" / "c" / "t" / "r1"
     run_dir.mkdir(parents=True)
@@ -62,14 +65,21 @@ def test_a_call_cancelled_while_held_by_the_pace_is_never_sent(
               "task": "t", "replicate": 1}  # fmt: skip
     spend = {"prices": {"default": None}, "ledger": ledger, "paced": True}
     _block(experiment, blocked=True)
-    args = ["-m", "veriharness", "mllm-server", "--workspace", str(workspace),
-            "--catalog", str(catalog_file), "--trace", str(trace),
-            "--spend-json", json.dumps(spend)]  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=args, env={**os.environ, "VH_STUB_URL": stub.base}
-    )
+    spend_args = ("--spend-json", json.dumps(spend))
+    env = {**os.environ, "VH_STUB_URL": stub.base}
     before = len(stub.received)
-    with open(tmp_path / "stderr.log", "w") as errlog, BlockingMcpClient(params, errlog) as mllm:
+    with ExitStack() as stack:
+        errlog = stack.enter_context(open(tmp_path / "stderr.log", "w"))
+        params: StdioServerParameters | HttpEndpoint
+        if transport == "http":  # as run-agent serves it to a session
+            url = stack.enter_context(http_server(
+                workspace, catalog_file, trace, env, TOKEN, tmp_path / "server.log", spend_args
+            ))  # fmt: skip
+            params = HttpEndpoint(url, TOKEN)
+        else:
+            params = server_parameters(workspace, catalog_file, trace, env)
+            params.args += list(spend_args)
+        mllm = stack.enter_context(BlockingMcpClient(params, errlog))
         pending = mllm.start_call(_request())
         started = _wait_for(trace, "mllm_call_started")
         time.sleep(1.0)  # held by the blocked pace
