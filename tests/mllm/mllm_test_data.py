@@ -7,6 +7,7 @@ import socket
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -14,9 +15,27 @@ from pydantic import TypeAdapter
 
 from veriharness.runfolder.mllm_trace import TraceEvent
 
-__all__ = ["ANTHROPIC_KEY_VALUE", "header_only_png", "noise_image", "closed_port", "read_trace"]
+__all__ = [
+    "ANTHROPIC_KEY_VALUE",
+    "header_only_png",
+    "noise_image",
+    "closed_port",
+    "read_trace",
+    "request",
+]
 
 ANTHROPIC_KEY_VALUE = "sk-stub-secret-0123456789abcdef"
+
+
+def request(**overrides: Any) -> dict[str, Any]:
+    """A valid CallMLLM request on the workspace's screenshot, with fields replaced."""
+    base: dict[str, Any] = {
+        "instruction": "Describe the screenshot.",
+        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
+        "capability_tags": ["E1"],
+        "output": {"kind": "text"},
+    }
+    return base | overrides
 
 
 def header_only_png(width: int, height: int) -> bytes:

@@ -9,26 +9,20 @@ import os
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from mllm.mllm_mcp_client import BlockingMcpClient, HttpEndpoint, http_server, server_parameters
 from mllm.mllm_provider_stub import ProviderStub
+from mllm.mllm_test_data import read_trace, request
 from veriharness.pace.provider_pace import PaceState, pace_dir
+from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted
 
+Event = TypeVar("Event", CallStarted, CallFailed)
 PROFILE_PACE = "mllm-default"  # the pace of the catalog's `default` profile
 TOKEN = "mllm-session-token-0123456789"
-
-
-def _request() -> dict[str, Any]:
-    return {
-        "instruction": "Describe the screenshot.",
-        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
-        "capability_tags": ["E1"],
-        "output": {"kind": "text"},
-    }
 
 
 def _block(experiment: Path, blocked: bool) -> None:
@@ -39,19 +33,13 @@ def _block(experiment: Path, blocked: bool) -> None:
     (folder / f"{PROFILE_PACE}.json").write_text(state.model_dump_json())
 
 
-def _events(trace: Path) -> list[dict[str, Any]]:
-    if not trace.is_file():
-        return []
-    return [json.loads(line) for line in trace.read_text().splitlines()]
-
-
-def _wait_for(trace: Path, event: str) -> dict[str, Any]:
+def _wait_for(trace: Path, kind: type[Event]) -> Event:
     for _ in range(200):
-        found = [e for e in _events(trace) if e["event"] == event]
+        found = [e for e in read_trace(trace) if isinstance(e, kind)] if trace.is_file() else []
         if found:
             return found[-1]
         time.sleep(0.05)
-    raise AssertionError(f"no {event} in {trace} after 10 s: {_events(trace)}")
+    raise AssertionError(f"no {kind.__name__} in {trace} after 10 s")
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
@@ -80,17 +68,17 @@ def test_a_call_cancelled_while_held_by_the_pace_is_never_sent(
             params = server_parameters(workspace, catalog_file, trace, env)
             params.args += list(spend_args)
         mllm = stack.enter_context(BlockingMcpClient(params, errlog))
-        pending = mllm.start_call(_request())
-        started = _wait_for(trace, "mllm_call_started")
+        pending = mllm.start_call(request())
+        started = _wait_for(trace, CallStarted)
         time.sleep(1.0)  # held by the blocked pace
         assert pending.cancel()
-        failed = _wait_for(trace, "mllm_call_failed")
+        failed = _wait_for(trace, CallFailed)
         _block(experiment, blocked=False)  # a call still held would now be sent
         time.sleep(2.0)
-        answered = mllm.call(_request())  # the server serves on, and the pace lets calls through
+        answered = mllm.call(request())  # the server serves on, and the pace lets calls through
     assert len(stub.received) == before + 1
     assert not answered.is_error
-    assert failed["call_id"] == started["call_id"] and failed["error_type"] == "cancelled"
-    assert "not sent" in failed["error"] and failed["latency_ms"] >= 900
-    calls = [e["call_id"] for e in _events(trace) if e["event"] == "mllm_call_completed"]
-    assert started["call_id"] not in calls and len(calls) == 1
+    assert failed.call_id == started.call_id and failed.error_type == "cancelled"
+    assert "not sent" in failed.error and failed.latency_ms >= 900
+    calls = [e.call_id for e in read_trace(trace) if isinstance(e, CallCompleted)]
+    assert started.call_id not in calls and len(calls) == 1

@@ -14,19 +14,9 @@ import pytest
 from PIL import Image
 
 from mllm.mllm_provider_stub import ProviderStub, Received
-from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE
+from mllm.mllm_test_data import ANTHROPIC_KEY_VALUE, request
 from veriharness._util.programs import project_root
 from veriharness.experiment.taxonomy import load_taxonomy
-
-
-def request(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "instruction": "Describe the screenshot.",
-        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
-        "capability_tags": ["E1"],
-        "output": {"kind": "text"},
-    }
-    return base | overrides
 
 
 def text_of(result: Any) -> str:

@@ -13,6 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mllm.mllm_mcp_client import BlockingMcpClient
 from mllm.mllm_provider_stub import ProviderStub
+from mllm.mllm_test_data import request
 from veriharness.spend.ledger import ledger_path, read_stop
 
 PRICE = {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 0.0}
@@ -26,15 +27,6 @@ def _server(workspace: Path, catalog: Path, trace: Path, spend: dict, stub: Prov
             "--spend-json", json.dumps(spend)]  # fmt: skip
     env = {**os.environ, "VH_STUB_URL": stub.base}
     return StdioServerParameters(command=sys.executable, args=args, env=env)
-
-
-def _request() -> dict:
-    return {
-        "instruction": "Describe the screenshot.",
-        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
-        "capability_tags": ["E1"],
-        "output": {"kind": "text"},
-    }
 
 
 def test_calls_are_priced_charged_and_refused_at_the_cap(
@@ -56,9 +48,9 @@ def test_calls_are_priced_charged_and_refused_at_the_cap(
     }
     params = _server(workspace, catalog_file, trace, spend, stub)
     with open(tmp_path / "stderr.log", "w") as errlog, BlockingMcpClient(params, errlog) as mllm:
-        results = [mllm.call(_request()) for _ in range(3)]
+        results = [mllm.call(request()) for _ in range(3)]
         before = len(stub.received)
-        unpriced = mllm.call(_request() | {"model_profile": "native"})
+        unpriced = mllm.call(request() | {"model_profile": "native"})
     assert [r.is_error for r in results] == [False, False, True]
     refusal = results[2].content[0].text
     assert "spending cap reached" in refusal and "execution.max_usd" in refusal

@@ -14,6 +14,7 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters
 
 from mllm.mllm_mcp_client import BlockingMcpClient
+from mllm.mllm_test_data import request
 from veriharness.offline.server import Faults, running_offline_server
 from veriharness.spend.ledger import ledger_path, read_stop
 from veriharness.spend.prices import NO_USAGE
@@ -28,15 +29,6 @@ profiles:
     provider: {{api_style: openai-chat, base_url: "${{VERIHARNESS_OFFLINE_URL}}/v1",
                 model: veriharness-offline-vision-1, max_output_tokens: {MAX_OUTPUT}}}
 """
-
-
-def _request() -> dict:
-    return {
-        "instruction": "Describe the screenshot.",
-        "inputs": [{"kind": "image", "label": "screen", "path": "shots/screen.png"}],
-        "capability_tags": ["E1"],
-        "output": {"kind": "text"},
-    }
 
 
 def test_a_reply_without_usage_is_unpriced_and_charged_at_the_estimate(
@@ -60,8 +52,8 @@ def test_a_reply_without_usage_is_unpriced_and_charged_at_the_estimate(
         env = {**os.environ, "VERIHARNESS_OFFLINE_URL": url}
         params = StdioServerParameters(command=sys.executable, args=args, env=env)
         with open(tmp_path / "stderr.log", "w") as errlog, BlockingMcpClient(params, errlog) as m:
-            first = m.call(_request())
-            second = m.call(_request())
+            first = m.call(request())
+            second = m.call(request())
     assert not first.is_error
     assert second.is_error and "spending cap reached" in second.content[0].text
 

@@ -176,6 +176,17 @@ class CallService:
         )
         return ToolError(message)
 
+    def _failed(self, call_id: str, begun: float, error_type: str, error: str) -> None:
+        self.trace.write(
+            CallFailed(
+                call_id=call_id,
+                time=now(),
+                latency_ms=_ms(begun),
+                error_type=error_type,
+                error=error,
+            )
+        )
+
     def call(
         self,
         arguments: dict[str, Any],
@@ -216,26 +227,10 @@ class CallService:
         try:
             reply = backend.send(client, model_request, self._pace(profile.name), cancelled)
         except Abandoned as gone:
-            self.trace.write(
-                CallFailed(
-                    call_id=call_id,
-                    time=now(),
-                    latency_ms=_ms(begun),
-                    error_type="cancelled",
-                    error=f"the client cancelled the call: {gone}",
-                )
-            )
+            self._failed(call_id, begun, "cancelled", f"the client cancelled the call: {gone}")
             raise ToolError(f"CallMLLM cancelled: {gone}") from None
         except ProviderError as error:
-            self.trace.write(
-                CallFailed(
-                    call_id=call_id,
-                    time=now(),
-                    latency_ms=_ms(begun),
-                    error_type=error.error_type,
-                    error=str(error),
-                )
-            )
+            self._failed(call_id, begun, error.error_type, str(error))
             raise ToolError(
                 f"model request failed ({error.error_type}): {error}; nothing was retried"
             ) from None
