@@ -15,6 +15,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import NamedTuple, cast
 
+from veriharness._util.programs import MissingTool
+
 __all__ = ["main", "VERBS", "verb_functions"]
 
 
@@ -80,4 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     add(sub)
     args = sub.parse_args(argv[1:])
-    return int(run(args) or 0)
+    try:
+        return int(run(args) or 0)
+    except MissingTool as missing:
+        # What is missing and how to get it, in one line: not a traceback to read to its end.
+        print(f"veriharness {known.verb}: {missing}", file=sys.stderr)
+        return 2

@@ -149,3 +149,22 @@ def test_missing_claude_is_recorded_not_fatal(project: Path) -> None:
     assert provenance["claude_version"] is None
     assert str(missing) in provenance["claude_version_error"]
     assert provenance["packages"]["pydantic"]
+    # The session job then stops on one line that names the path and the fix, not a traceback,
+    # and leaves the prepared run as it was.
+    before = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    session = vh(
+        "run-agent",
+        "--config",
+        str(project / "results" / "t" / "experiment.json"),
+        "--run-dir",
+        str(run_dir),
+        "--task-dir",
+        str(project / "tasks" / "alpha"),
+        env={"VERIHARNESS_CLAUDE": str(missing)},
+    )
+    assert session.returncode == 2, session.stderr
+    assert session.stderr.startswith("veriharness run-agent: ")
+    assert "Traceback" not in session.stderr
+    assert str(missing) in session.stderr and "./setup.sh" in session.stderr
+    after = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert after == before
