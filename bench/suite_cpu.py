@@ -1,0 +1,225 @@
+"""Where the test suite's CPU time goes: per program, and per `veriharness` verb.
+
+Run: python3 bench/suite_cpu.py [--markdown FILE] [-- PYTEST ARGUMENTS]
+
+The suite keeps a 2-core machine's cores busy, so its wall time follows the CPU seconds that its
+processes use. This runs `python3 -m pytest` here (the arguments after `--`, by default the whole
+suite) and prints:
+
+- the machine's busy CPU seconds over the run (`/proc/stat`, every process of the machine) and how
+  busy that kept its cores;
+- the Python processes the run started, grouped by what they were (the pytest workers, Snakemake,
+  each `veriharness` verb, the render pool's server), with count, CPU seconds and seconds per
+  process. A `sitecustomize` put first on PYTHONPATH appends each process's command line and
+  CPU time when it exits; processes ended by a signal (the mllm servers, killed pool servers)
+  leave no line, and the busy total still counts them;
+- with BSD process accounting (Debian's `acct`: `accton`, `dump-acct`; root only), every process
+  of the machine by program: Chromium, the claude CLI, tesseract, Python and the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Appends one JSON line per Python process at its normal exit; inert without the variable.
+SITECUSTOMIZE = """\
+import os as _os
+if _os.environ.get("SUITE_CPU_LOG"):
+    import atexit as _atexit, resource as _resource, sys as _sys
+
+    def _suite_cpu_line():
+        used = _resource.getrusage(_resource.RUSAGE_SELF)
+        import json as _json
+        line = _json.dumps({"argv": _sys.argv[:3], "cpu": used.ru_utime + used.ru_stime})
+        with open(_os.environ["SUITE_CPU_LOG"], "a", encoding="utf-8") as log:
+            log.write(line + "\\n")
+
+    _atexit.register(_suite_cpu_line)
+"""
+
+# Thread names that accounting can report for a Chromium process (the name of the last thread to
+# exit); a child of a Chromium process is Chromium too.
+CHROMIUM_THREADS = ("ThreadPool", "HangWatcher", "SignalInspector", "sandbox_ipc", "Perfetto",
+                    "Compositor", "ANGLE-GC", "Chrome_", "chrome_crashpad", "VizCompositor",
+                    "MemoryInfra", "DevToolsPipe", "CrShutdown", "inotify_reader", "Thread<",
+                    "gmain", "dconf")  # fmt: skip
+CLAUDE_THREADS = ("claude", "node", "JSCWarmUp", "mi-scavenger", "JITWorker", "HeapHelper",
+                  "HTTP Client", "Bun Pool", "fs.watch")  # fmt: skip
+PYTHON_NAMES = ("python3", "python", "jemalloc_bg_thd")  # pyarrow's allocator thread
+
+
+class Share(NamedTuple):
+    name: str
+    processes: int
+    cpu_s: float
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (user, nice, system, irq...)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
+def python_kind(argv: list[str]) -> str:
+    """What a Python process was, from the start of its command line."""
+    first = argv[0] if argv else ""
+    if "snakemake" in first or argv[:2] == ["-m", "snakemake"]:
+        return "snakemake"
+    if first.endswith("veriharness/__main__.py") and len(argv) > 1:
+        return f"veriharness {argv[1]}"
+    if first.endswith("pytest/__main__.py"):
+        return "pytest (the run's own process)"
+    if first.endswith("pool_server.py"):
+        return "render pool server"
+    if first.endswith("mypy/__main__.py") or first.endswith("/mypy"):
+        return "mypy"
+    if first == "-c" and len(argv) == 1:
+        return "python -c (pytest-xdist workers and small helpers)"
+    return Path(first).name or "python (other)"
+
+
+def python_shares(log: Path) -> list[Share]:
+    count: Counter[str] = Counter()
+    cpu: dict[str, float] = {}
+    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
+        record = json.loads(line)
+        kind = python_kind(record["argv"])
+        count[kind] += 1
+        cpu[kind] = cpu.get(kind, 0.0) + float(record["cpu"])
+    return _by_cpu(count, cpu)
+
+
+class Process(NamedTuple):
+    name: str
+    cpu_s: float
+    pid: int
+    ppid: int
+
+
+def accounted(dump: str) -> list[Process]:
+    """`dump-acct` lines: name | version | utime | stime | elapsed | uid | gid | mem | io | pid |
+    ppid | ... with times in clock ticks."""
+    tick = os.sysconf("SC_CLK_TCK")
+    processes = []
+    for line in dump.splitlines():
+        fields = [x.strip() for x in line.split("|")]
+        if len(fields) > 10:
+            cpu = (float(fields[2]) + float(fields[3])) / tick
+            processes.append(Process(fields[0], cpu, int(fields[9]), int(fields[10])))
+    return processes
+
+
+def family(process: Process, by_pid: dict[int, Process]) -> str:
+    seen = 0
+    current: Process | None = process
+    while current is not None and seen < 50:
+        name = current.name
+        if name == "chromium" or name.startswith(CHROMIUM_THREADS):
+            return "Chromium"
+        if name.startswith(CLAUDE_THREADS):
+            return "claude CLI"
+        if name == "tesseract":
+            return "tesseract"
+        if name in PYTHON_NAMES:
+            return "Python" if current is process else "other"
+        current = by_pid.get(current.ppid)
+        seen += 1
+    return "other"
+
+
+def program_shares(processes: Iterable[Process]) -> list[Share]:
+    listed = list(processes)
+    by_pid = {p.pid: p for p in listed}
+    count: Counter[str] = Counter()
+    cpu: dict[str, float] = {}
+    for process in listed:
+        name = family(process, by_pid)
+        count[name] += 1
+        cpu[name] = cpu.get(name, 0.0) + process.cpu_s
+    return _by_cpu(count, cpu)
+
+
+def _by_cpu(count: Counter[str], cpu: dict[str, float]) -> list[Share]:
+    return sorted((Share(n, count[n], s) for n, s in cpu.items()), key=lambda x: -x.cpu_s)
+
+
+def accounting_available() -> str | None:
+    """Why BSD process accounting cannot be used here, or None."""
+    if os.geteuid() != 0:
+        return "not root"
+    missing = [tool for tool in ("accton", "dump-acct") if shutil.which(tool) is None]
+    return f"{', '.join(missing)} not installed (Debian package acct)" if missing else None
+
+
+def table(title: str, shares: list[Share], total: float) -> list[str]:
+    lines = [f"### {title}", "", "| what | processes | CPU s | s each | share |",
+             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for share in shares:
+        each = share.cpu_s / share.processes if share.processes else 0.0
+        lines.append(f"| {share.name} | {share.processes:,} | {share.cpu_s:,.1f} | {each:.2f} | "
+                     f"{share.cpu_s / total:.1%} |")  # fmt: skip
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    parser.add_argument("pytest_args", nargs="*", help="after --: arguments for pytest")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+    (work / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    log, pacct = work / "python.jsonl", work / "pacct"
+    env = dict(os.environ, SUITE_CPU_LOG=str(log))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work), env.get("PYTHONPATH")]))
+    no_accounting = accounting_available()
+    if no_accounting is None:
+        pacct.touch()
+        subprocess.run(["accton", str(pacct)], check=True, capture_output=True)
+    began_busy, began = busy_seconds(), time.monotonic()
+    try:
+        tests = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=ROOT,
+                               env=env, check=False)  # fmt: skip
+    finally:
+        if no_accounting is None:
+            subprocess.run(["accton", "off"], check=True, capture_output=True)
+    wall, busy = time.monotonic() - began, busy_seconds() - began_busy
+    cores = os.cpu_count() or 1
+    load = busy / (wall * cores)
+    lines = [f"pytest exit code {tests.returncode}; wall {wall:,.1f} s; the machine busy "
+             f"{busy:,.1f} CPU s on {cores} cores ({load:.0%} busy)", ""]  # fmt: skip
+    if no_accounting is None:
+        dump = subprocess.run(["dump-acct", str(pacct)], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+        processes = accounted(dump)
+        seen = sum(p.cpu_s for p in processes)
+        lines += table(f"Every process, by program ({seen:,.1f} CPU s accounted)",
+                       program_shares(processes), busy)  # fmt: skip
+    else:
+        lines += [f"(no per-program table: process accounting unavailable: {no_accounting})", ""]
+    shares = python_shares(log)
+    logged = sum(s.cpu_s for s in shares)
+    lines += table(f"Python processes that exited normally ({logged:,.1f} CPU s)", shares, busy)
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n", encoding="utf-8")
+    shutil.rmtree(work, ignore_errors=True)
+    return tests.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
