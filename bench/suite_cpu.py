@@ -14,7 +14,9 @@ suite) and prints:
   CPU time when it exits; processes ended by a signal (the mllm servers, killed pool servers)
   leave no line, and the busy total still counts them;
 - with BSD process accounting (Debian's `acct`: `accton`, `dump-acct`; root only), every process
-  of the machine by program: Chromium, the claude CLI, tesseract, Python and the rest.
+  of the machine by program: Chromium, the claude CLI, Node.js, tesseract, Python and the rest.
+  Accounting names a process after the last of its threads to end, so the programs are told
+  apart by their thread names too, and a process started by Chromium counts as Chromium.
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ if _os.environ.get("SUITE_CPU_LOG"):
 
 # Thread names that accounting can report for a Chromium process (the name of the last thread to
 # exit); a child of a Chromium process is Chromium too.
-CHROMIUM_THREADS = ("ThreadPool", "HangWatcher", "SignalInspector", "sandbox_ipc", "Perfetto",
-                    "Compositor", "ANGLE-GC", "Chrome_", "chrome_crashpad", "VizCompositor",
-                    "MemoryInfra", "DevToolsPipe", "CrShutdown", "inotify_reader", "Thread<",
-                    "gmain", "dconf")  # fmt: skip
-CLAUDE_THREADS = ("claude", "node", "JSCWarmUp", "mi-scavenger", "JITWorker", "HeapHelper",
-                  "HTTP Client", "Bun Pool", "fs.watch")  # fmt: skip
+CHROMIUM_THREADS = ("ThreadPool", "HangWatcher", "sandbox_ipc", "Perfetto", "Compositor",
+                    "ANGLE-GC", "Chrome_", "chrome_crashpad", "VizCompositor", "MemoryInfra",
+                    "DevToolsPipe", "CrShutdown", "inotify_reader", "Thread<", "gmain",
+                    "dconf")  # fmt: skip
+# The claude CLI is a Bun executable; Playwright's driver (and the MCP Inspector) run on Node.js.
+CLAUDE_THREADS = ("claude", "JSCWarmUp", "mi-scavenger", "JITWorker", "HeapHelper", "HTTP Client",
+                  "Bun Pool", "fs.watch")  # fmt: skip
+NODE_THREADS = ("node", "libuv-worker", "SignalInspector", "DelayedTaskSche")
 PYTHON_NAMES = ("python3", "python", "jemalloc_bg_thd")  # pyarrow's allocator thread
 
 
@@ -132,6 +136,8 @@ def family(process: Process, by_pid: dict[int, Process]) -> str:
             return "Chromium"
         if name.startswith(CLAUDE_THREADS):
             return "claude CLI"
+        if name.startswith(NODE_THREADS):
+            return "Node.js (Playwright's driver, MCP Inspector)"
         if name == "tesseract":
             return "tesseract"
         if name in PYTHON_NAMES:
