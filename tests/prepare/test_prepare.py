@@ -151,7 +151,7 @@ def test_missing_claude_is_recorded_not_fatal(project: Path) -> None:
     assert provenance["packages"]["pydantic"]
     # The session job then stops on one line that names the path and the fix, not a traceback,
     # and leaves the prepared run as it was.
-    before = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    before = _contents(run_dir)
     session = vh(
         "run-agent",
         "--config",
@@ -166,5 +166,9 @@ def test_missing_claude_is_recorded_not_fatal(project: Path) -> None:
     assert session.stderr.startswith("veriharness run-agent: ")
     assert "Traceback" not in session.stderr
     assert str(missing) in session.stderr and "./setup.sh" in session.stderr
-    after = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
-    assert after == before
+    assert _contents(run_dir) == before
+
+
+def _contents(folder: Path) -> dict[Path, bytes]:
+    """Every file below `folder`, by its relative path."""
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
