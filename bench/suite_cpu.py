@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,15 +40,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SITECUSTOMIZE = """\
 import os as _os
 if _os.environ.get("SUITE_CPU_LOG"):
-    import atexit as _atexit, resource as _resource, sys as _sys
+    import atexit as _atexit, json as _json, resource as _resource, sys as _sys
+
+    def _suite_cpu_write(record):
+        with open(_os.environ["SUITE_CPU_LOG"], "a", encoding="utf-8") as log:
+            log.write(_json.dumps(record) + "\\n")
 
     def _suite_cpu_line():
         used = _resource.getrusage(_resource.RUSAGE_SELF)
-        import json as _json
-        line = _json.dumps({"argv": _sys.argv[:3], "cpu": used.ru_utime + used.ru_stime})
-        with open(_os.environ["SUITE_CPU_LOG"], "a", encoding="utf-8") as log:
-            log.write(line + "\\n")
+        _suite_cpu_write({"argv": _sys.argv[:3], "cpu": used.ru_utime + used.ru_stime})
 
+    # sys.argv is not set yet while site runs: the start line names the process by /proc.
+    with open("/proc/self/cmdline", "rb") as _cmdline:
+        _argv = [a.decode(errors="replace") for a in _cmdline.read().split(b"\\0")[1:4] if a]
+    _suite_cpu_write({"pid": _os.getpid(), "argv": _argv})
     _atexit.register(_suite_cpu_line)
 """
 
@@ -96,11 +101,44 @@ def python_kind(argv: list[str]) -> str:
     return Path(first).name or "python (other)"
 
 
+def _records(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
+
+
+def started_kind(arguments: list[str]) -> str:
+    """What a Python process was, from its command line's arguments after the interpreter (the
+    start line: before Python has set sys.argv)."""
+    if arguments[:2] == ["-m", "veriharness"] and len(arguments) > 2:
+        return f"veriharness {arguments[2]}"
+    if arguments and arguments[0].endswith("/bin/veriharness") and len(arguments) > 1:
+        return f"veriharness {arguments[1]}"
+    if arguments[:1] == ["-m"] and len(arguments) > 1:
+        return python_kind([f"{arguments[1]}/__main__.py", *arguments[2:]])
+    return python_kind(arguments[:1] if arguments[:1] == ["-c"] else arguments)
+
+
+def python_shares_by_accounting(log: Path, processes: Iterable[Process]) -> list[Share]:
+    """Every Python process the run started, normal exit or not, by what it was: the start
+    lines name each pid, process accounting gives its CPU."""
+    kinds = {r["pid"]: started_kind(r["argv"]) for r in _records(log) if "pid" in r}
+    count: Counter[str] = Counter()
+    cpu: dict[str, float] = {}
+    for process in processes:
+        if process.name in PYTHON_NAMES and process.pid in kinds:
+            kind = kinds[process.pid]
+            count[kind] += 1
+            cpu[kind] = cpu.get(kind, 0.0) + process.cpu_s
+    return _by_cpu(count, cpu)
+
+
 def python_shares(log: Path) -> list[Share]:
     count: Counter[str] = Counter()
     cpu: dict[str, float] = {}
-    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
-        record = json.loads(line)
+    for record in _records(log):
+        if "pid" in record:
+            continue
         kind = python_kind(record["argv"])
         count[kind] += 1
         cpu[kind] = cpu.get(kind, 0.0) + float(record["cpu"])
@@ -214,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         seen = sum(p.cpu_s for p in processes)
         lines += table(f"Every process, by program ({seen:,.1f} CPU s accounted)",
                        program_shares(processes), busy)  # fmt: skip
+        by_kind = python_shares_by_accounting(log, processes)
+        named = sum(x.cpu_s for x in by_kind)
+        lines += table(f"Every Python process, by what it was ({named:,.1f} CPU s)", by_kind, busy)
     else:
         lines += [f"(no per-program table: process accounting unavailable: {no_accounting})", ""]
     shares = python_shares(log)

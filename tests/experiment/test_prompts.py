@@ -288,7 +288,7 @@ def test_every_prompt_version_in_the_repository_is_frozen_here() -> None:
 
 
 def test_the_annotator_prompt_lists_every_taxonomy_code_and_is_never_a_session_prompt() -> None:
-    from veriharness.annotate.annotators import taxonomy_text
+    from veriharness.annotate.identity import taxonomy_text
 
     taxonomy = load_taxonomy(ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml")
     module = load_module(PROMPTS, "annotator-v0.1")

@@ -103,6 +103,14 @@ def test_stage_packages_keep_their_import_contracts() -> None:
     assert "0 broken" in result.stdout
 
 
+def _runtime(path: Path) -> str:
+    """A module's text without its `if TYPE_CHECKING:` blocks, which never run (import-linter
+    still sees those imports, so they keep to the layers)."""
+    return re.sub(
+        r"^if TYPE_CHECKING:.*\n(?:[ \t]+.*\n|\n)*", "", path.read_text(), flags=re.MULTILINE
+    )
+
+
 def test_the_import_layers_hold_every_package_with_no_exception_and_no_hidden_cycle() -> None:
     """No contract ignores an import, every package sits in a layer, and the package imports
     itself inside a function only where the module says why (not to get round a cycle)."""
@@ -116,7 +124,7 @@ def test_the_import_layers_hold_every_package_with_no_exception_and_no_hidden_cy
     deferred = sorted(
         path.relative_to(source).as_posix()
         for path in source.rglob("*.py")
-        if re.search(r"^[ \t]+(from|import) veriharness\b", path.read_text(), re.MULTILINE)
+        if re.search(r"^[ \t]+(from|import) veriharness\b", _runtime(path), re.MULTILINE)
         # A verb loads its own modules when it runs, so a job imports only its stage.
         and path.name != "verbs.py"
     )

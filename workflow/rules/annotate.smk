@@ -1,7 +1,7 @@
 # Inferred capability tags: every CallMLLM call of every session run, labelled by the configured
 # annotator and kept apart from the declared tags. The annotator's digest is a param, so changing
 # the annotator reruns this rule (and the tables), never a session.
-from veriharness.annotate.command import annotator_digest
+from veriharness.annotate.identity import annotator_digest
 
 ANNOTATOR = annotator_digest(config)
 

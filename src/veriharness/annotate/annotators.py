@@ -28,9 +28,9 @@ from jsonschema import validators
 
 from veriharness._util.hashing import sha256_file
 from veriharness.annotate.calls import CallView
-from veriharness.annotate.rules import RULES_ID, RULES_VERSION, rule_codes
+from veriharness.annotate.identity import annotator_prompt
+from veriharness.annotate.rules import rule_codes
 from veriharness.experiment.catalog import ModelCatalog, ModelProfile
-from veriharness.experiment.prompts import load_module, resolve_module
 from veriharness.experiment.taxonomy import Taxonomy
 from veriharness.experiment.tool_contract import ImageInput, JsonOutput, RequestRefused
 from veriharness.mllm.backends import (
@@ -41,30 +41,17 @@ from veriharness.mllm.backends import (
     make_client,
 )
 from veriharness.mllm.images import PreparedImage, prepare_image
-from veriharness.runfolder.inferred_tags import AnnotatorInfo, CallAnnotation
+from veriharness.runfolder.inferred_tags import CallAnnotation
 
 __all__ = [
     "RECORD_KIND",
-    "taxonomy_text",
     "codes_schema",
-    "rules_info",
-    "model_info",
     "annotate_with_rules",
     "ModelAnnotator",
     "judge_reply",
 ]
 
 RECORD_KIND = "inferred_capability_tags"
-
-
-def taxonomy_text(taxonomy: Taxonomy) -> str:
-    """Every code with its name and definition, by family (fills the annotator prompt)."""
-    lines = []
-    for family in taxonomy.families:
-        lines.append(f"{family.code} {family.name}: {family.definition}")
-        lines += [f"- {c.code} {c.name}: {c.definition}" for c in family.capabilities]
-    lines += [f"- {c.code} {c.name}: {c.definition}" for c in taxonomy.escape]
-    return "\n".join(lines)
 
 
 def codes_schema(taxonomy: Taxonomy) -> dict[str, Any]:
@@ -84,49 +71,11 @@ def codes_schema(taxonomy: Taxonomy) -> dict[str, Any]:
     }
 
 
-def rules_info(taxonomy: Taxonomy) -> AnnotatorInfo:
-    return AnnotatorInfo(
-        kind="rule-based",
-        id=RULES_ID,
-        version=RULES_VERSION,
-        taxonomy_id=taxonomy.id,
-        taxonomy_version=taxonomy.version,
-    )
-
-
 def annotate_with_rules(calls: list[CallView], taxonomy: Taxonomy) -> list[CallAnnotation]:
     return [
         CallAnnotation(call_id=c.call_id, status="ok", codes=rule_codes(c, taxonomy.codes))
         for c in calls
     ]
-
-
-def _prompt(prompts_dir: Path, prompt_id: str, taxonomy: Taxonomy) -> tuple[str, str, str]:
-    """(resolved text, its sha256, version) of the annotator prompt module."""
-    module = load_module(prompts_dir, prompt_id)
-    resolved = resolve_module(module, {"TAXONOMY": taxonomy_text(taxonomy)})
-    return resolved.text, resolved.resolved_sha256, resolved.version
-
-
-def model_info(
-    catalog: ModelCatalog,
-    profile: ModelProfile,
-    prompts_dir: Path,
-    prompt_id: str,
-    taxonomy: Taxonomy,
-) -> AnnotatorInfo:
-    _, sha, version = _prompt(prompts_dir, prompt_id, taxonomy)
-    return AnnotatorInfo(
-        kind="model",
-        id=f"model:{profile.name}",
-        version=version,
-        prompt_id=prompt_id,
-        prompt_sha256=sha,
-        profile=profile.name,
-        profile_config_hash=catalog.profile_config_hash(profile),
-        taxonomy_id=taxonomy.id,
-        taxonomy_version=taxonomy.version,
-    )
 
 
 def judge_reply(call_id: str, text: str, taxonomy: Taxonomy) -> CallAnnotation:
@@ -168,7 +117,7 @@ class ModelAnnotator:
     ) -> None:
         self.profile = profile
         self.taxonomy = taxonomy
-        self.prompt, _, _ = _prompt(prompts_dir, prompt_id, taxonomy)
+        self.prompt, _, _ = annotator_prompt(prompts_dir, prompt_id, taxonomy)
         self.backend = backend_for(profile.provider)  # a CatalogError when the key is not set
         self.output = JsonOutput.model_validate({"kind": "json", "schema": codes_schema(taxonomy)})
 

@@ -5,39 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from veriharness._util import atomic
-from veriharness.annotate.annotators import (
-    ModelAnnotator,
-    annotate_with_rules,
-    model_info,
-    rules_info,
-)
+from veriharness.annotate.annotators import ModelAnnotator, annotate_with_rules
 from veriharness.annotate.calls import trace_calls
+from veriharness.annotate.identity import annotator_info
 from veriharness.experiment.catalog import load_catalog
-from veriharness.experiment.config import (
-    ExperimentConfig,
-    config_from_mapping,
-)
+from veriharness.experiment.config import ExperimentConfig
 from veriharness.experiment.taxonomy import load_taxonomy
-from veriharness.runfolder.inferred_tags import INFERRED_TAGS, AnnotationRecord, AnnotatorInfo
+from veriharness.runfolder.inferred_tags import INFERRED_TAGS, AnnotationRecord
 
-__all__ = ["annotator_info", "annotator_digest", "annotate_run", "write_annotations"]
-
-
-def annotator_info(config: ExperimentConfig, root: Path) -> AnnotatorInfo:
-    """Which annotator the config names, with everything that defines it."""
-    taxonomy = load_taxonomy(root / config.taxonomy)
-    if config.annotation.profile is None:
-        return rules_info(taxonomy)
-    catalog = load_catalog(root / config.model_catalog)
-    profile = catalog.resolve(config.annotation.profile)
-    return model_info(
-        catalog, profile, root / config.prompts_dir, config.annotation.prompt, taxonomy
-    )
-
-
-def annotator_digest(config: dict[str, object], root: Path = Path(".")) -> str:
-    """For the workflow: a digest that changes exactly when the annotator does."""
-    return annotator_info(config_from_mapping(dict(config)), root).digest
+__all__ = ["annotate_run", "write_annotations"]
 
 
 def annotate_run(
