@@ -73,6 +73,13 @@ def finished(project: Path) -> Path:
     return project / "results" / "example"
 
 
+@pytest.fixture(scope="module")
+def unchanged_plan(finished: Path, project: Path) -> subprocess.CompletedProcess[str]:
+    """A dry run of `all` on the finished experiment, nothing changed: the baseline the tests of
+    what a change reruns compare against (one Snakemake start for all of them)."""
+    return snakemake(project, "-n", "all")
+
+
 def _pool_servers_in(project: Path) -> list[int]:
     """Live browser pool servers started by render jobs of this project's workflow runs."""
     found = []
@@ -214,8 +221,10 @@ def test_every_call_gets_inferred_tags_and_the_agreement_is_reported(finished: P
     assert "<h2>Declared vs inferred capability tags</h2>" in index
 
 
-def test_changing_the_annotator_reruns_annotation_only(finished: Path, project: Path) -> None:
-    assert planned_jobs(snakemake(project, "-n", "all"), "annotate_calls") == 0
+def test_changing_the_annotator_reruns_annotation_only(
+    unchanged_plan: subprocess.CompletedProcess[str], project: Path
+) -> None:
+    assert planned_jobs(unchanged_plan, "annotate_calls") == 0
     model = snakemake(project, "-n", "all", extra_config="annotation: {profile: default}\n")
     assert planned_jobs(model, "annotate_calls") == 4
     assert planned_jobs(model, "run_agent") == 0 and planned_jobs(model, "render_answer") == 0
@@ -394,8 +403,10 @@ def test_a_list_of_compare_pairs_plans_one_comparison_with_every_pair(project: P
     assert "--pair b3-absent b3-present --pair b3-present b3-absent" in text
 
 
-def test_execution_settings_do_not_rerun_sessions(finished: Path, project: Path) -> None:
-    assert planned_agent_jobs(snakemake(project, "-n", "all")) == 0
+def test_execution_settings_do_not_rerun_sessions(
+    unchanged_plan: subprocess.CompletedProcess[str], project: Path
+) -> None:
+    assert planned_agent_jobs(unchanged_plan) == 0
     changed = snakemake(
         project, "-n", "all",
         extra_config="execution: {keep_workspaces: true, debug: false, retries: 2}\n",
@@ -418,7 +429,10 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
 
 
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
-    finished: Path, project: Path, tmp_path: Path
+    finished: Path,
+    project: Path,
+    unchanged_plan: subprocess.CompletedProcess[str],
+    tmp_path: Path,
 ) -> None:
     # Next to last in this file: it leaves the experiment scored by the next version.
     package = tmp_path / "next"
@@ -431,7 +445,7 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     current = f'SCORER_VERSION = "{SCORER_VERSION}"'
     assert current in version_file.read_text()
     version_file.write_text(version_file.read_text().replace(current, 'SCORER_VERSION = "next"'))
-    assert planned_jobs(snakemake(project, "-n", "all"), "score_answer") == 0
+    assert planned_jobs(unchanged_plan, "score_answer") == 0
     planned = snakemake(project, "-n", "all", package=package)
     assert planned_jobs(planned, "score_answer") == 4 + len(TASKS)  # and the reference set
     assert planned_jobs(planned, "run_agent") == planned_jobs(planned, "render_answer") == 0

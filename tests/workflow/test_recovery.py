@@ -2,7 +2,9 @@
 refused: through Snakemake, the real claude CLI, the mllm server and the embedded offline model
 in a copy of the project (support.pipeline), each run is done once, redone when it was lost, and
 each attempt is kept and counted in the runs table. Sessions only: no external answer set (the
-reference set's import, render and score are test_pipeline.py's)."""
+reference set's import, render and score are test_pipeline.py's). The tests that read only the
+runs table ask Snakemake for that table (`collect_tables`), not `all`: the comparison and the
+report would add nothing they check; the README's crash steps run `all` as the README says."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ from veriharness.offline.server import FAULTS_ENV
 
 pytestmark = pytest.mark.slow
 
+# The rule whose one output is tables/runs.csv: the target of the tests that read only that.
+TABLES = "collect_tables"
+
 
 def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Path) -> None:
     # One task in both conditions: one run finished and one not when the matrix is interrupted.
@@ -42,7 +47,7 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Pa
         sys.executable,
         "-m",
         "snakemake",
-        "all",
+        TABLES,
         "--cores",
         "2",
         "--resources",
@@ -71,9 +76,9 @@ def test_an_interrupted_matrix_resumes_with_only_its_unfinished_runs(project: Pa
     assert not _sessions_alive(experiment), "an interrupted job left its claude session running"
     completed = {p.parent.parent for p in experiment.glob("b3-*/*/r1/render/render.json")}
     stamps = {run: (run / "outcome.json").stat().st_mtime_ns for run in completed}
-    planned = planned_agent_jobs(snakemake(project, "-n", "all", extra_config=extra))
+    planned = planned_agent_jobs(snakemake(project, "-n", TABLES, extra_config=extra))
     assert 1 <= planned <= runs_in_matrix - len(completed)
-    assert snakemake(project, "--cores", "2", "all", extra_config=extra).returncode == 0
+    assert snakemake(project, "--cores", "2", TABLES, extra_config=extra).returncode == 0
     for run, stamp in stamps.items():
         assert (run / "outcome.json").stat().st_mtime_ns == stamp, f"{run} was run again"
     runs = pd.read_csv(experiment / "tables" / "runs.csv")
@@ -111,10 +116,10 @@ def _kill_the_job_of(run: Path) -> None:
 
 
 def _start_two_runs(
-    project: Path, name: str
+    project: Path, name: str, target: str
 ) -> tuple[str, Path, list[Path], subprocess.Popen[bytes]]:
-    """Start Snakemake, one job at a time, on a one-task, two-replicate experiment `name`; its
-    extra config, results folder, run folders and process."""
+    """Start Snakemake for `target`, one job at a time, on a one-task, two-replicate experiment
+    `name`; its extra config, results folder, run folders and process."""
     extra = (
         f"experiment: {name}\nallow_uncommitted: true\ntasks: [landing-page]\n"
         "external_answers: []\nconditions: [b3-absent]\nreplicates: 2\ncompare: null\n"
@@ -122,7 +127,7 @@ def _start_two_runs(
     (project / "config" / "extra.yaml").write_text(extra)
     experiment = project / "results" / name
     runs = [experiment / "b3-absent" / "landing-page" / f"r{k}" for k in (1, 2)]
-    command = [sys.executable, "-m", "snakemake", "all", "--cores", "1", "--configfile",
+    command = [sys.executable, "-m", "snakemake", target, "--cores", "1", "--configfile",
                "config/test.yaml", "config/extra.yaml"]  # fmt: skip
     env = snakemake_env()
     process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.DEVNULL,
@@ -146,7 +151,7 @@ def _one_done_one_busy(
 
 
 def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) -> None:
-    extra, experiment, runs, process = _start_two_runs(project, "lost")
+    extra, experiment, runs, process = _start_two_runs(project, "lost", TABLES)
 
     def mid_session(run: Path) -> bool:
         transcript = run / "transcript.jsonl"
@@ -165,7 +170,7 @@ def test_a_session_lost_mid_job_is_redone_and_its_attempt_kept(project: Path) ->
     assert (kept / "metrics.json").exists()
     stamp = (kept / "outcome.json").stat().st_mtime_ns
 
-    resumed = snakemake(project, "--cores", "2", "all", extra_config=extra)
+    resumed = snakemake(project, "--cores", "2", TABLES, extra_config=extra)
 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert planned_agent_jobs(resumed) == 1
@@ -208,7 +213,7 @@ def test_after_snakemake_is_killed_the_readme_steps_resume_it(project: Path) -> 
     its end; the restart meets the stale lock; `--unlock`, then the same command finishes. Neither
     session is paid for twice: the one Snakemake did not see finish is restored from finished/.
     Then `veriharness redo-session` makes the next run redo exactly one session, kept aside."""
-    extra, experiment, runs, process = _start_two_runs(project, "crashed")
+    extra, experiment, runs, process = _start_two_runs(project, "crashed", "all")
     try:
         # One job at a time: a session running means the other's job finished before it.
         kept, orphaned = _one_done_one_busy(
@@ -278,7 +283,7 @@ def test_a_retried_infra_error_shows_in_the_runs_table(
         "external_answers: []\nconditions: [b3-absent]\ncompare: null\n"
         "execution: {debug: true, infra_retries: 1, api_retries: 0}\n"
     )
-    result = snakemake(project, "--cores", "2", "all", extra_config=extra)
+    result = snakemake(project, "--cores", "2", TABLES, extra_config=extra)
     assert result.returncode == 0, result.stderr[-3000:]
     experiment = project / "results" / "retried"
     runs = pd.read_csv(experiment / "tables" / "runs.csv").query("answer_source == 'session'")
