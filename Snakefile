@@ -26,10 +26,17 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
 
 
-rule all:
-    default_target: True
+# Everything `all` makes but the report: the tables, each condition's summary and the
+# comparison, which is what the declared analysis reads.
+rule analysis:
     input:
         f"{EXP_DIR}/tables/runs.csv",
         COMPARISON,
-        f"{EXP_DIR}/report",
         expand(f"{EXP_DIR}/{{condition}}/summary.csv", condition=CONDITIONS),
+
+
+rule all:
+    default_target: True
+    input:
+        rules.analysis.input,
+        f"{EXP_DIR}/report",

@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 from support.cli import veriharness
+from veriharness._util import tesseract_cache
+from veriharness._util.hashing import sha256_file
+from veriharness._util.tesseract_cache import CACHE_ENV
+from veriharness.score.metrics.ocrwords import OCR_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(
@@ -193,6 +197,32 @@ def test_single_run_arguments_and_a_malformed_render_json(scored, tmp_path: Path
     assert "render.json: status:" in failed["details"]["reason"]
     assert set(failed["metrics"].values()) == {None}
     assert set(_read(tmp_path, "audit.json")["flags"].values()) == {None}
+
+
+def test_without_a_named_cache_the_reference_words_are_kept_for_the_machine(
+    scored, tmp_path: Path
+) -> None:
+    """P-54: what the workflow's score jobs do. The words land in the machine's cache folder
+    under the reference's digest and the OCR version; a second score reads them back and gives
+    the same metrics."""
+    run, task = scored["blank"], ROOT / "tasks" / TASKS[0]
+    machine = tmp_path / "machine-cache"
+    args = ("score", "--render-dir", run / "render", "--answer-dir", run / "answer",
+            "--task-dir", task, "--out-dir")  # fmt: skip
+    first = veriharness(*args, tmp_path / "first", env={CACHE_ENV: str(machine)})
+    assert first.returncode == 0, first.stderr
+    digest = sha256_file(task / "reference.png").removeprefix("sha256:")
+    [entry] = (machine / "reference-words").iterdir()
+    assert entry.name == f"{digest}.{OCR_VERSION}.json"
+    stored = json.loads(entry.read_text())
+    assert stored["words"] and stored["program"] == tesseract_cache.program_identity()
+    again = veriharness(*args, tmp_path / "again", env={CACHE_ENV: str(machine)})
+    assert again.returncode == 0, again.stderr
+    assert _read(tmp_path / "again", "metrics.json") == _read(tmp_path / "first", "metrics.json")
+    assert (
+        _read(tmp_path / "first", "metrics.json")["metrics"]
+        == _read(run, "metrics.json")["metrics"]
+    )
 
 
 def test_a_screenshot_only_task_gets_the_screenshot_metrics_and_null_block_metrics(

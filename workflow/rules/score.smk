@@ -26,5 +26,5 @@ rule score_answer:
         block_detection=config["scoring"]["block_detection"],
     shell:
         "{VH} score --render-dir {params.render_dir} --answer-dir {params.answer}"
-        " --task-dir {params.task} --out-dir {params.run_dir} --ocr-cache {EXP_DIR}/.ocr-cache"
+        " --task-dir {params.task} --out-dir {params.run_dir}"
         " --block-detection {params.block_detection} > {log} 2>&1"

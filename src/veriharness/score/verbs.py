@@ -17,7 +17,8 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ocr-cache",
         type=Path,
-        help="folder caching the OCR words of reference images (by digest), shared across runs",
+        help="folder caching the OCR words of reference images (by digest), shared across runs "
+        "(default: reference-words/ in the machine's cache folder, $VERIHARNESS_CACHE_DIR)",
     )
     parser.add_argument(
         "--block-detection",
@@ -36,6 +37,7 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
 def run_score(args: argparse.Namespace) -> int:
     from veriharness.score.command import ScoreJob, batch_jobs, score_jobs
     from veriharness.score.metrics.inputs import InputError
+    from veriharness.score.metrics.ocrwords import machine_words_cache
 
     single = [args.render_dir, args.answer_dir, args.task_dir, args.out_dir]
     try:
@@ -61,4 +63,4 @@ def run_score(args: argparse.Namespace) -> int:
         return 2
     if args.block_detection is not None:
         jobs = [job.model_copy(update={"block_detection": args.block_detection}) for job in jobs]
-    return score_jobs(jobs, args.ocr_cache)
+    return score_jobs(jobs, args.ocr_cache or machine_words_cache())

@@ -41,6 +41,7 @@ __all__ = [
     "ocr_words",
     "reference_ocr_words",
     "cached_ocr_words",
+    "machine_words_cache",
     "masked",
 ]
 
@@ -76,6 +77,12 @@ def masked(image: Image.Image, boxes: Iterable[tuple[float, float, float, float]
         draw.rectangle((x, y, x + width - 1, y + height - 1), fill=255)
     white = Image.new("RGB", image.size, (255, 255, 255))
     return Image.composite(image.convert("RGB"), white, mask)
+
+
+def machine_words_cache() -> Path:
+    """Where the reference words are kept unless a folder is named: beside tesseract's own
+    cache (P-54), so every experiment on this machine reads a reference once."""
+    return tesseract_cache.cache_root() / "reference-words"
 
 
 def cached_ocr_words(path: Path, cache_dir: Path | None) -> list[OcrWord]:
