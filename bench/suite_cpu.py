@@ -11,12 +11,13 @@ suite) and prints:
 - the Python processes the run started, grouped by what they were (the pytest workers, Snakemake,
   each `veriharness` verb, the render pool's server), with count, CPU seconds and seconds per
   process. A `sitecustomize` put first on PYTHONPATH appends each process's command line and
-  CPU time when it exits; processes ended by a signal (the mllm servers, killed pool servers)
-  leave no line, and the busy total still counts them;
+  CPU time when it exits, and one line with its pid when it starts;
 - with BSD process accounting (Debian's `acct`: `accton`, `dump-acct`; root only), every process
   of the machine by program: Chromium, the claude CLI, Node.js, tesseract, Python and the rest.
   Accounting names a process after the last of its threads to end, so the programs are told
-  apart by their thread names too, and a process started by Chromium counts as Chromium.
+  apart by their thread names too, and a process started by Chromium counts as Chromium. The
+  start lines' pids then name every Python process in it, those ended by a signal included (the
+  mllm servers, killed pool servers), which the exit lines miss.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ if _os.environ.get("SUITE_CPU_LOG"):
 
     # sys.argv is not set yet while site runs: the start line names the process by /proc.
     with open("/proc/self/cmdline", "rb") as _cmdline:
-        _argv = [a.decode(errors="replace") for a in _cmdline.read().split(b"\\0")[1:4] if a]
+        _argv = [a.decode(errors="replace") for a in _cmdline.read().split(b"\\0")[1:6] if a]
     _suite_cpu_write({"pid": _os.getpid(), "argv": _argv})
     _atexit.register(_suite_cpu_line)
 """
@@ -109,14 +110,19 @@ def _records(log: Path) -> list[dict[str, Any]]:
 
 def started_kind(arguments: list[str]) -> str:
     """What a Python process was, from its command line's arguments after the interpreter (the
-    start line: before Python has set sys.argv)."""
-    if arguments[:2] == ["-m", "veriharness"] and len(arguments) > 2:
-        return f"veriharness {arguments[2]}"
-    if arguments and arguments[0].endswith("/bin/veriharness") and len(arguments) > 1:
-        return f"veriharness {arguments[1]}"
-    if arguments[:1] == ["-m"] and len(arguments) > 1:
-        return python_kind([f"{arguments[1]}/__main__.py", *arguments[2:]])
-    return python_kind(arguments[:1] if arguments[:1] == ["-c"] else arguments)
+    start line: before Python has set sys.argv). Interpreter flags (-u, -B...) are skipped."""
+    rest = list(arguments)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest.pop(0)
+    if rest[:2] == ["-m", "veriharness"] and len(rest) > 2:
+        return f"veriharness {rest[2]}"
+    if rest and rest[0].endswith("/bin/veriharness") and len(rest) > 1:
+        return f"veriharness {rest[1]}"
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        module = rest[1]
+        script = module.replace(".", "/") + ".py" if "." in module else f"{module}/__main__.py"
+        return python_kind([script, *rest[2:]])
+    return python_kind(rest[:1] if rest[:1] == ["-c"] else rest)
 
 
 def python_shares_by_accounting(log: Path, processes: Iterable[Process]) -> list[Share]:
