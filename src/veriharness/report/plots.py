@@ -1,20 +1,20 @@
 """The report's plots: PNG figures (matplotlib, Agg) with an `.rst` caption beside each, which
-`snakemake --report` shows under the figure."""
+`snakemake --report` shows under the figure.
+
+Figures are drawn on an Agg canvas of their own, without pyplot and without pandas' plotting
+(which imports pyplot): their import and figure bookkeeping cost each `report` CPU for nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from veriharness._util import atomic
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
     "plot_metrics_by_condition",
@@ -24,10 +24,18 @@ __all__ = [
 ]
 
 
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Figure, path: Path, caption: str) -> Path:
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine, and savefig draws a figure that has any
+    # engine once more before drawing it for the file.
+    fig.set_layout_engine(None)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     atomic.write_text(path.with_suffix(".rst"), caption + "\n")
     return path
 
@@ -40,11 +48,10 @@ def _grid(panels: int, height: float, columns: int = 3) -> tuple[Figure, list[Ax
     """Panels in rows of `columns`, unused cells hidden; axes in reading order."""
     cols = min(columns, panels)
     rows = -(-panels // cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, height * rows), squeeze=False)
-    axes = list(grid.flat)
+    fig = _figure(3.6 * cols, height * rows)
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)
     for spare in axes[panels:]:
         spare.set_visible(False)
-    fig.set_layout_engine("tight")
     return fig, axes[:panels]
 
 
@@ -99,13 +106,29 @@ def plot_cost_vs_fidelity(runs: pd.DataFrame, path: Path) -> Path:
     )
 
 
+def _bars(ax: Axes, table: pd.DataFrame) -> None:
+    """What `table.plot.bar(ax=ax)` draws: per row a group of bars, one per column, 0.5 wide in
+    all, a legend titled with the columns' name."""
+    width = 0.5 / len(table.columns)
+    left = np.arange(len(table)) - 0.25
+    for i, column in enumerate(table.columns):
+        heights = table[column].fillna(0).to_numpy(float)
+        ax.bar(left + (i + 0.5) * width, heights, width, color=f"C{i}", label=str(column))
+    ax.set_xlim(left[0] - 0.25, left[-1] + 0.75)
+    ax.set_xticks(np.arange(len(table)), [str(t) for t in table.index], rotation=90)
+    if table.index.name is not None:
+        ax.set_xlabel(str(table.index.name))
+    ax.legend(loc="best", title=table.columns.name)
+
+
 def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> Path:
     """Capability tags per started run of each condition, the agent's declared tags and the
     annotator's inferred ones in panels of their own (they answer different questions)."""
     started = runs[~runs["status"].isin(["missing", "not_started"])]
     per_condition = started.groupby("condition").size()
     sources = ("declared", "inferred")
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.2 * tags["tag"].nunique() + 4), 3.4))
+    fig = _figure(max(8.0, 1.2 * tags["tag"].nunique() + 4), 3.4)
+    axes = fig.subplots(1, 2)
     for ax, source in zip(axes, sources, strict=True):
         mine = tags[tags["source"] == source] if "source" in tags else tags.iloc[0:0]
         counts = mine.groupby(["tag", "condition"]).size().unstack(fill_value=0)
@@ -114,7 +137,7 @@ def plot_capability_tags(runs: pd.DataFrame, tags: pd.DataFrame, path: Path) -> 
         if counts.empty:
             ax.text(0.5, 0.5, f"no {source} tag", ha="center", transform=ax.transAxes)
         else:
-            (counts / per_condition).plot.bar(ax=ax)
+            _bars(ax, counts / per_condition)
             ax.set_ylabel(f"{source} per started run")
     return _save(
         fig,
@@ -129,9 +152,8 @@ def plot_comparison(table: pd.DataFrame, baseline: str, treatment: str, path: Pa
     """One pair of comparison.csv: each measure's mean paired difference with its bootstrap
     interval, on the measure's own scale (one row per measure)."""
     rows = table.reset_index(drop=True)
-    fig, axes = plt.subplots(
-        len(rows), 1, figsize=(6.4, 0.55 * len(rows) + 0.9), squeeze=False, sharex=False
-    )
+    fig = _figure(6.4, 0.55 * len(rows) + 0.9)
+    axes = fig.subplots(len(rows), 1, squeeze=False, sharex=False)
     for ax, r in zip(axes[:, 0], rows.itertuples(), strict=True):
         if np.isfinite(r.mean_diff):
             low, high = r.mean_diff - r.ci_low, r.ci_high - r.mean_diff
