@@ -62,6 +62,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   command -v pyenv >/dev/null && pyenv rehash || true
   mkdir -p .tools && touch "$stamp"
 fi
+# An editable install leaves src/ without bytecode. Where PYTHONDONTWRITEBYTECODE is set (this
+# machine kind sets it), every verb process would compile the modules it imports again; Python
+# still reads the .pyc files the variable stops it writing, and ignores one older than its source.
+python3 -m compileall -q src/veriharness >/dev/null
 
 # --- the pinned Claude Code CLI --------------------------------------------------------------
 claude_version=$(sed -n 's/^claude-code-version = "\(.*\)"/\1/p' pyproject.toml)
