@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
@@ -207,6 +206,8 @@ def test_holm_runs_within_each_declared_family_and_the_design_limit_is_stated() 
 
 
 def test_bootstrap_interval_agrees_with_scipy_percentile_bootstrap() -> None:
+    from scipy import stats  # here, not at the top: every xdist worker imports this file
+
     diffs = np.random.default_rng(5).normal(0.3, 1.0, size=60)
     low, high = compare.bootstrap_ci(diffs, 10_000, seed=1)
     ref = stats.bootstrap(
@@ -398,6 +399,8 @@ def test_infra_errors_and_our_stage_crashes_are_excluded_and_counted_per_conditi
 
 
 def test_sign_flip_p_is_exact_for_few_tasks_and_agrees_with_scipy_for_many() -> None:
+    from scipy import stats
+
     diffs = np.array([0.3, 0.1, 0.2, -0.05, 0.25, 0.15])
     # exact: of 64 sign patterns, those with |mean| >= observed
     ref = stats.permutation_test(

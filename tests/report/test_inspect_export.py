@@ -13,18 +13,21 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
-from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ContentImage
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from support.cli import veriharness
 from support.synthetic_runs import write_experiment
 from veriharness._util.programs import find_chromium
-from veriharness.report.inspect_log import log_name
+
+# Inspect AI (and the export module, which imports it) are imported where they are used: every
+# xdist worker imports this file to collect it, and the package takes about 2 CPU-s to import.
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
 
 FAULTS = {
     ("base", "task-000", 1): "timeout",
@@ -35,6 +38,10 @@ FAULTS = {
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory):
+    from inspect_ai.log import read_eval_log
+
+    from veriharness.report.inspect_log import log_name
+
     root = tmp_path_factory.mktemp("export")
     exp = write_experiment(
         root / "results", tasks=3, replicates=2, faults=FAULTS, images=True, seed=5
@@ -115,6 +122,8 @@ def test_scores_metadata_and_usage_are_the_runs_tables(exported) -> None:
 
 
 def test_messages_are_the_transcripts_tool_calls_and_results_in_order(exported) -> None:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
+
     exp, _, logs, _, _ = exported
     for (condition, task, rep), spec in exp.runs.items():
         if spec.fault in ("missing", "not_started"):
@@ -137,6 +146,8 @@ def test_messages_are_the_transcripts_tool_calls_and_results_in_order(exported) 
 
 
 def test_each_callmllm_call_is_a_model_event_with_the_image_it_sent(exported) -> None:
+    from inspect_ai.model import ContentImage
+
     exp, _, logs, _, _ = exported
     regions = 0
     for (condition, task, rep), spec in exp.runs.items():
@@ -188,6 +199,8 @@ def _wait_for(url: str, server: subprocess.Popen[bytes], seconds: float) -> None
 
 
 def test_inspect_view_lists_every_run_of_each_condition(exported) -> None:
+    from veriharness.report.inspect_log import log_name
+
     _, out, logs, _, _ = exported
     port = _free_port()
     inspect = shutil.which("inspect")

@@ -23,8 +23,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from inspect_ai.log import read_eval_log
-from inspect_ai.model import ContentImage
 
 from support.cli import veriharness
 from support.hostile import bomb_png
@@ -42,7 +40,6 @@ from support.pipeline import (
     snakemake_env,
 )
 from support.project_copy import ROOT
-from veriharness.report.inspect_log import log_name
 from veriharness.score import SCORER_VERSION
 
 ALLOWED_TOOLS = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"]
@@ -255,6 +252,12 @@ def test_every_callmllm_call_is_linked_by_the_id_claude_code_sent(finished: Path
 def test_the_inspect_export_holds_each_sessions_messages_calls_and_images(
     finished: Path, project: Path
 ) -> None:
+    # Imported here: every xdist worker imports this file, and Inspect AI takes about 2 CPU-s.
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import ContentImage
+
+    from veriharness.report.inspect_log import log_name
+
     out = finished / "inspect"
     tasks = project / "tasks"
     proc = veriharness("export", "inspect", finished, "--out", out, "--tasks-dir", tasks)
