@@ -105,6 +105,9 @@ def capture_recoloured(
     cannot be loaded or captured raises playwright's error: the detection has no result then."""
     fence = _PageCapture(renderer, html, root, viewport)
     context = fence.new_context()
+    # The memory guard watches only while a capture says so (render/guard.py).
+    renderer._guard.take_kills()
+    renderer._guard.capturing(True)
     try:
         page = fence.fenced_page(context)
         page.on("dialog", fence._dialog)
@@ -135,6 +138,7 @@ def capture_recoloured(
         second = shot()
     finally:
         _quietly(context.close)
+        renderer._guard.capturing(False)
     texts = [(str(text), (int(c[0]), int(c[1]), int(c[2]))) for text, c in raw]
     return RecolouredCapture(original, first, second, texts)
 

@@ -2,10 +2,13 @@
 
 Chromium has no setting that caps a renderer's memory as a whole (V8's heap limit leaves out
 array buffers, decoded images and layout), and an address-space limit breaks its large
-reservations. So a thread samples the resident size of every Chromium renderer below this process
-every few milliseconds and kills one that passes the limit with SIGKILL. Playwright then reports
-the page as crashed, and the capture records `memory` as the failed step. The thread only reads
-/proc and sends signals, so it never touches Playwright from a second thread.
+reservations. So while a capture is under way, a thread samples the resident size of every
+Chromium renderer below this process every few milliseconds and kills one that passes the limit
+with SIGKILL. Between captures no page is open and the thread sleeps: a scan of /proc costs about
+2 ms per hundred processes on the machine, and a pool's browsers live as long as the workflow.
+Playwright then reports the page as crashed, and the capture records `memory` as the failed
+step. The thread only reads /proc and sends signals, so it never touches Playwright from a
+second thread.
 
 Playwright does not always answer a call that was in flight when its page's renderer died: the
 capture then waited for ever (seen on Chromium 156 with a page of 200,000 rows). So when a
@@ -69,6 +72,7 @@ class MemoryGuard:
         self.stall_s = stall_s
         self.killed: list[tuple[int, float]] = []
         self._stop = threading.Event()
+        self._watching = threading.Event()  # set while a capture is under way
         self._renderers: list[int] = []
         self._scans = 0
         self._capturing = False
@@ -81,12 +85,18 @@ class MemoryGuard:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        self._watching.set()  # wakes the thread if it is waiting for a capture
         self._thread.join(timeout=2)
 
     def capturing(self, busy: bool) -> None:
         """Mark a capture as started (True) or ended (False)."""
         self._capturing = busy
         self._killed_at = None
+        if busy:
+            self._scans = 0  # the capture's page has a renderer of its own: look for it first
+            self._watching.set()
+        else:
+            self._watching.clear()
 
     def take_kills(self) -> list[tuple[int, float]]:
         """Renderers killed since the last call, as (pid, resident MB when killed)."""
@@ -112,7 +122,7 @@ class MemoryGuard:
                     continue
 
     def _watch(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while self._watching.wait() and not self._stop.wait(self.interval_s):
             if self._stalled():
                 self._kill_browser()
             # The full process scan is dearer than reading a few statm files: refresh the list
