@@ -74,6 +74,7 @@ class MemoryGuard:
         self._stop = threading.Event()
         self._watching = threading.Event()  # set while a capture is under way
         self._renderers: list[int] = []
+        self._sent_kill: set[int] = set()
         self._scans = 0
         self._capturing = False
         self._killed_at: float | None = None
@@ -94,6 +95,7 @@ class MemoryGuard:
         self._killed_at = None
         if busy:
             self._scans = 0  # the capture's page has a renderer of its own: look for it first
+            self._sent_kill.clear()  # the last capture's killed renderers are gone by now
             self._watching.set()
         else:
             self._watching.clear()
@@ -129,7 +131,9 @@ class MemoryGuard:
             # of renderers every fourth round, and when one has gone.
             if self._scans % 4 == 0:
                 self._renderers = [
-                    pid for pid in descendants(os.getpid()) if _renderer_rss_mb(pid) is not None
+                    pid
+                    for pid in descendants(os.getpid())
+                    if pid not in self._sent_kill and _renderer_rss_mb(pid) is not None
                 ]
             self._scans += 1
             for pid in list(self._renderers):
@@ -138,6 +142,10 @@ class MemoryGuard:
                     self._renderers.remove(pid)
                     self._scans = 0
                 elif size > self.limit_mb:
+                    # A killed process can still be listed a few scans later on a busy machine:
+                    # it is killed, and recorded, once.
+                    self._renderers.remove(pid)
+                    self._sent_kill.add(pid)
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
