@@ -44,12 +44,12 @@ def main() -> None:
             for _ in range(args.captures):
                 renderer.capture(page, Path(tmp), Size(width=1280, height=800))
             per_capture = (time.process_time() - start) / args.captures
-        processes = len([p for p in Path("/proc").iterdir() if p.name.isdigit()])
+            processes = len([p for p in Path("/proc").iterdir() if p.name.isdigit()])
     finally:
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
-    print(f"processes on the machine: about {processes + args.processes}")
+    print(f"processes on the machine: {processes}")
     print(f"idle renderer (this process): {idle:.4f} CPU-s per second over {args.seconds:.0f} s")
     print(f"one capture of a plain page (this process only): {per_capture:.3f} CPU-s")
 
