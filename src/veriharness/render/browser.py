@@ -52,6 +52,7 @@ from veriharness._util import programs as tools
 from veriharness.experiment.interactions import Action, Box
 from veriharness.render.dom import DOM_SCRIPT, inside, tidy_src
 from veriharness.render.guard import MemoryGuard
+from veriharness.render.setup import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 from veriharness.runfolder.render import (
     BlockedRequest,
     Capped,
@@ -96,7 +97,6 @@ CHROMIUM_ARGS = [
     "--js-flags=--max-old-space-size=384",
 ]
 
-DEFAULT_LOAD_TIMEOUT_S = 30.0
 FULL_PAGE_MAX_HEIGHT = 16_384
 FULL_PAGE_MAX_WIDTH = 4_096
 DOM_MAX_ENTRIES = 20_000
@@ -132,10 +132,6 @@ FREEZE_CSS = (
 # Taken into a replayed page before its action: the focus ring Chromium draws on a clicked
 # button would otherwise count as a change the page made (a dead button would look alive).
 NO_FOCUS_RING_CSS = ":focus,:focus-visible{outline:none!important}"
-
-
-class RenderSetupError(RuntimeError):
-    """The stage cannot run at all: no Chromium, or arguments it cannot use."""
 
 
 class Act(BaseModel):

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
+from veriharness.render.setup import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 
 POOL_MODES = ("none", "slurm-job", "workflow")
 WORKFLOW_POOL_ENV = "VERIHARNESS_BROWSER_POOL"

@@ -73,7 +73,7 @@ def _render_one_in_pool(args: argparse.Namespace) -> int | None:
 
 def run_render(args: argparse.Namespace) -> int:
     from veriharness._util import atomic
-    from veriharness.render.browser import RenderSetupError
+    from veriharness.render.setup import RenderSetupError
 
     try:
         pooled = _render_one_in_pool(args)
