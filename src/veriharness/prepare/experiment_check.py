@@ -19,8 +19,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from veriharness._util.containment import (
     limits_refusal,
     limits_unavailable,
@@ -70,6 +68,8 @@ class ModelCheckError(RuntimeError):
 
 
 def _lookup(url: str, headers: dict[str, str], what: str) -> str | None:
+    import httpx  # here: most experiments (the offline model among them) look up nothing
+
     try:
         response = httpx.get(url, headers=headers, timeout=30.0)
     except httpx.HTTPError as error:
