@@ -1,4 +1,4 @@
-"""The two annotators and the record they write (`inferred_tags.json`).
+"""The model annotator (the rule-based one is `rules`), and what both write (`inferred_tags.json`).
 
 Design notes:
 
@@ -29,7 +29,6 @@ from jsonschema import validators
 from veriharness._util.hashing import sha256_file
 from veriharness.annotate.calls import CallView
 from veriharness.annotate.identity import annotator_prompt
-from veriharness.annotate.rules import rule_codes
 from veriharness.experiment.catalog import ModelCatalog, ModelProfile
 from veriharness.experiment.taxonomy import Taxonomy
 from veriharness.experiment.tool_contract import ImageInput, JsonOutput, RequestRefused
@@ -46,7 +45,6 @@ from veriharness.runfolder.inferred_tags import CallAnnotation
 __all__ = [
     "RECORD_KIND",
     "codes_schema",
-    "annotate_with_rules",
     "ModelAnnotator",
     "judge_reply",
 ]
@@ -69,13 +67,6 @@ def codes_schema(taxonomy: Taxonomy) -> dict[str, Any]:
         "required": ["codes"],
         "additionalProperties": False,
     }
-
-
-def annotate_with_rules(calls: list[CallView], taxonomy: Taxonomy) -> list[CallAnnotation]:
-    return [
-        CallAnnotation(call_id=c.call_id, status="ok", codes=rule_codes(c, taxonomy.codes))
-        for c in calls
-    ]
 
 
 def judge_reply(call_id: str, text: str, taxonomy: Taxonomy) -> CallAnnotation:
