@@ -128,8 +128,9 @@ def test_the_import_layers_hold_every_package_with_no_exception_and_no_hidden_cy
         # A verb loads its own modules when it runs, so a job imports only its stage.
         and path.name != "verbs.py"
     )
-    # The offline model loads its image analysis (scipy) on its first CallMLLM request.
-    assert deferred == ["offline/server.py"]
+    # The model annotator's client (httpx, the image code) is loaded only when a model annotates;
+    # the offline model loads its image analysis (scipy) on its first CallMLLM request.
+    assert deferred == ["annotate/command.py", "offline/server.py"]
 
 
 def test_the_package_type_checks_strictly() -> None:

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from veriharness._util.hashing import sha256_file, sha256_json
+from veriharness._util.yaml_text import load_yaml
 
 __all__ = [
     "OFFLINE_URL_ENV",
@@ -169,7 +169,7 @@ class ModelCatalog(BaseModel):
 def load_catalog(path: str | Path) -> ModelCatalog:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogError(f"model catalog file not found: {path}") from None
     if not isinstance(data, dict):

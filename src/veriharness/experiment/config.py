@@ -41,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from veriharness._util.yaml_text import load_yaml
 from veriharness.experiment.analysis import AnalysisSettings
 from veriharness.experiment.interactions import (
     ACTIONS,
@@ -540,7 +541,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ex
     try:
         text = path.read_text(encoding="utf-8")
         # JSON through the JSON parser: YAML 1.1 reads JSON's 1e-09 as a string.
-        data = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
+        data = (json.loads(text) if path.suffix == ".json" else load_yaml(text)) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except json.JSONDecodeError as error:
@@ -670,7 +671,7 @@ def read_task_spec(folder: Path, task_id: str) -> TaskSpec:
     files it writes exist)."""
     path = folder / "task.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"task {task_id!r}: {path} cannot be read: {error}") from None
     if not isinstance(data, dict):
@@ -745,7 +746,7 @@ def load_condition(conditions_dir: Path, condition_id: str) -> ConditionSpec:
     path = Path(conditions_dir) / f"{condition_id}.yaml"
     if not path.is_file():
         raise ConfigError(f"condition {condition_id!r}: no file {path}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path.read_text(encoding="utf-8"))
     try:
         spec = ConditionSpec(**(data or {}))
     except (ValidationError, TypeError) as error:

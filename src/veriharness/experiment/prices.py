@@ -31,9 +31,6 @@ class TokenPrice(BaseModel):
 FREE = TokenPrice(input=0, output=0, cache_read=0, cache_write=0)
 
 
-FREE = TokenPrice(input=0, output=0, cache_read=0, cache_write=0)
-
-
 class PriceSettings(BaseModel):
     """The config's ``prices`` section."""
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from veriharness._util.hashing import sha256_bytes, sha256_file
+from veriharness._util.yaml_text import load_yaml
 
 __all__ = [
     "PromptError",
@@ -118,7 +118,7 @@ def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], list[str
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
         raise PromptError(f"prompt module {path}: front matter is not closed by '---'") from None
-    header = yaml.safe_load("\n".join(lines[1:end])) or {}
+    header = load_yaml("\n".join(lines[1:end])) or {}
     if not isinstance(header, dict):
         raise PromptError(f"prompt module {path}: front matter must be a mapping")
     return header, lines[end + 1 :]

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from veriharness._util.hashing import sha256_file
+from veriharness._util.yaml_text import load_yaml
 from veriharness.experiment.config import ConfigError
 
 __all__ = [
@@ -169,7 +170,7 @@ def read_manifest(set_dir: Path) -> TaskSetManifest | None:
     if not path.is_file():
         return None
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"task set manifest {path} cannot be read: {exc}") from None
     try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from veriharness._util.hashing import sha256_file
+from veriharness._util.yaml_text import load_yaml
 
 __all__ = ["Capability", "Family", "Taxonomy", "load_taxonomy", "DEFAULT_TAXONOMY_PATH"]
 
@@ -50,5 +50,5 @@ class Taxonomy(BaseModel):
 
 def load_taxonomy(path: Path = DEFAULT_TAXONOMY_PATH) -> Taxonomy:
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path.read_text(encoding="utf-8"))
     return Taxonomy(**data, sha256=sha256_file(path))

@@ -13,11 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from veriharness._util import atomic
 from veriharness._util.hashing import sha256_json
 from veriharness._util.programs import MissingTool, find_chromium
+from veriharness._util.yaml_text import load_yaml
 from veriharness.experiment.config import AgentSettings, deep_merge, task_ids
 from veriharness.experiment.environment import CHROMIUM_PLACEHOLDER
 from veriharness.experiment.record import EFFECTIVE_CONFIG, EXPERIMENT_RECORD
@@ -83,7 +82,7 @@ def coerce_command_line_values(config: dict[str, Any], schema_path: str | Path) 
     """Read `--config` text as the schema's types: Snakemake's parser keeps `true` and nested
     values (`execution={debug: true}`) as strings. Only well-formed text is converted; anything
     else stays as given, and schema validation then names the key and the value."""
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = load_yaml(Path(schema_path).read_text(encoding="utf-8"))
     _coerce(config, schema)
 
 
@@ -159,7 +158,7 @@ def _condition_inputs(conditions_dir: str, prompts_dir: str, condition: str) -> 
     path = Path(conditions_dir) / f"{condition}.yaml"
     if not path.is_file():
         raise ValueError(f"conditions: no file {path} for condition {condition!r}")
-    modules = yaml.safe_load(path.read_text(encoding="utf-8")).get("modules", [])
+    modules = load_yaml(path.read_text(encoding="utf-8")).get("modules", [])
     return (str(path), *(str(Path(prompts_dir) / f"{module}.md") for module in modules))
 
 
