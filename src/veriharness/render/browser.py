@@ -351,7 +351,6 @@ class _PageCapture:
         step: FailedStep = "load"
         error = None
         start, load_ms = time.perf_counter(), 0.0
-        renderer._guard.take_kills()
         renderer._guard.capturing(True)
         try:
             page = self.fenced_page(context)

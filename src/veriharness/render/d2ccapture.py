@@ -106,7 +106,6 @@ def capture_recoloured(
     fence = _PageCapture(renderer, html, root, viewport)
     context = fence.new_context()
     # The memory guard watches only while a capture says so (render/guard.py).
-    renderer._guard.take_kills()
     renderer._guard.capturing(True)
     try:
         page = fence.fenced_page(context)

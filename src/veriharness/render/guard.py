@@ -90,10 +90,11 @@ class MemoryGuard:
         self._thread.join(timeout=2)
 
     def capturing(self, busy: bool) -> None:
-        """Mark a capture as started (True) or ended (False)."""
+        """Mark a capture as started (True: kills of earlier captures are dropped) or ended."""
         self._capturing = busy
         self._killed_at = None
         if busy:
+            self.killed = []
             self._scans = 0  # the capture's page has a renderer of its own: look for it first
             self._sent_kill.clear()  # the last capture's killed renderers are gone by now
             self._watching.set()
