@@ -5,22 +5,15 @@ so Claude Code sees a known model name and prices the usage with its own list.""
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
+from support.gateway import GATEWAY_KEY_ENV, gateway_plan, renaming_gateway
 from support.sessions import TASK, offline_plan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import run_session
-from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.experiment.prices import TokenPrice
 from veriharness.offline.server import running_offline_server
 
@@ -31,64 +24,12 @@ KNOWN = "claude-sonnet-4-5"
 SONNET = TokenPrice(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
 
 
-@contextmanager
-def renaming_gateway(upstream: str) -> Iterator[str]:
-    target = urlsplit(upstream)
-    assert target.hostname is not None, upstream
-    host: str = target.hostname  # narrowed for the handler below
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _forward(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            body = body.replace(f'"{KNOWN}"'.encode(), f'"{OFFLINE_AGENT_MODEL}"'.encode())
-            conn = http.client.HTTPConnection(host, target.port, timeout=120)
-            headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
-            conn.request(self.command, self.path, body, headers)
-            answer = conn.getresponse()
-            data = answer.read().replace(
-                OFFLINE_AGENT_MODEL.encode(), KNOWN.encode()
-            )  # in the JSON body or the event stream
-            self.send_response(answer.status)
-            self.send_header("Content-Type", answer.getheader("Content-Type") or "")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            conn.close()
-
-        do_GET = do_POST = _forward  # noqa: N815 - stdlib names
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_our_agent_cost_equals_claude_codes_for_a_model_it_knows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("VH_TEST_GATEWAY_KEY", "gateway-key")
-    with running_offline_server() as offline, renaming_gateway(offline) as gateway:
-        plan = offline_plan(
-            tmp_path,
-            TASK,
-            endpoint="gateway",
-            base_url=gateway,
-            api_key_env="VH_TEST_GATEWAY_KEY",
-            model=KNOWN,
-            agent_price=SONNET,
-            isolation="none",
-            network="open",
-        )
+    monkeypatch.setenv(GATEWAY_KEY_ENV, "gateway-key")
+    with running_offline_server() as offline, renaming_gateway(offline, KNOWN) as gateway:
+        plan = gateway_plan(tmp_path, gateway, KNOWN, SONNET)
         outcome = run_session(plan)
     assert outcome.status == "ok", outcome.error
     records = [r for r in read_requests(plan.run_dir / REQUESTS_FILE) if r.input_tokens]

@@ -30,8 +30,11 @@ TOKEN = "session-token-0123456789abcdef"
 REAL_KEY = "sk-real-provider-key-fedcba9876543210"
 BODY: dict[str, Any] = {"model": "claude-test-1", "max_tokens": 10, "stream": True, "messages": []}
 PAYLOAD = json.dumps(BODY).encode()
+# The model the stub answers with: a snapshot id of the one the request names, as the real API
+# answers an alias.
+SNAPSHOT = "claude-test-1-20250101"
 EVENTS = [
-    ("message_start", {"type": "message_start", "message": {"id": "m1", "model": "claude-test-1",
+    ("message_start", {"type": "message_start", "message": {"id": "m1", "model": SNAPSHOT,
      "usage": {"input_tokens": 120, "output_tokens": 1, "cache_read_input_tokens": 80,
                "cache_creation_input_tokens": 7}}}),
     ("content_block_start", {"type": "content_block_start", "index": 0,
@@ -79,7 +82,7 @@ class _StubHandler(BaseHTTPRequestHandler):
         elif "/hang" in self.path:
             self._hold()
         elif "/json" in self.path:
-            self._json(200, {"id": "m", "stop_reason": "max_tokens",
+            self._json(200, {"id": "m", "model": SNAPSHOT, "stop_reason": "max_tokens",
                              "usage": {"input_tokens": 3, "output_tokens": 4}})  # fmt: skip
         else:
             self._stream(cut="/cut" in self.path, wait="/wait" in self.path)
@@ -197,6 +200,7 @@ def test_a_stream_passes_unchanged_and_unbuffered_and_its_usage_is_recorded(
             assert first + b"".join(chunks) == b"".join(SSE)
     record = _records(tmp_path)[-1]
     assert (record.status, record.streamed, record.stop_reason) == (200, True, "end_turn")
+    assert (record.model, record.response_model) == ("claude-test-1", SNAPSHOT)
     assert (record.input_tokens, record.output_tokens) == (120, 42)
     assert (record.cache_read_input_tokens, record.cache_creation_input_tokens) == (80, 7)
     assert record.response_bytes == len(b"".join(SSE))
@@ -355,6 +359,7 @@ def test_a_json_answer_gives_its_usage_and_connections_are_reused(
         assert len(upstream._idle) == 1  # one upstream connection served all three
     record = _records(tmp_path)[-1]
     assert (record.input_tokens, record.output_tokens, record.stop_reason) == (3, 4, "max_tokens")
+    assert (record.model, record.response_model) == ("claude-test-1", SNAPSHOT)
     assert record.streamed is False
 
 
@@ -367,6 +372,45 @@ def test_the_event_reader_takes_events_split_anywhere() -> None:
         record: dict[str, Any] = {}
         reader.apply(record)
         assert record["output_tokens"] == 42 and record["stop_reason"] == "end_turn"
+        assert record["response_model"] == SNAPSHOT
+
+
+def test_the_answering_model_is_read_from_message_start_fed_a_byte_at_a_time() -> None:
+    # Only message_start names it: a later event's "model" (here in a text delta and in a
+    # message_delta) changes nothing, and a stream without message_start names none.
+    later = [
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"\\"model\\": \\"other\\""}}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","model":"other",'
+        b'"delta":{"stop_reason":"end_turn"}}\n\n',
+    ]
+    whole = SSE[0] + b"".join(later)
+    reader = SseUsage()
+    for index in range(len(whole)):
+        reader.feed(whole[index : index + 1])
+    assert reader.model == SNAPSHOT and reader.stop_reason == "end_turn"
+    headless = SseUsage()
+    headless.feed(b"".join(later))
+    record: dict[str, Any] = {}
+    headless.apply(record)
+    assert record["response_model"] is None
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "answered"),
+    [
+        (200, {"type": "message", "model": SNAPSHOT, "usage": {"input_tokens": 1}}, SNAPSHOT),
+        (200, {"type": "message", "model": 7, "usage": {"input_tokens": 1}}, None),
+        (200, {"input_tokens": 12}, None),  # count_tokens: no model in its answer
+        (529, OVERLOADED, None),
+    ],
+)
+def test_a_json_answer_gives_the_model_it_names_and_only_a_string(
+    status: int, body: dict[str, Any], answered: str | None
+) -> None:
+    record: dict[str, Any] = {"status": status}
+    proxy_module._finish(record, None, bytearray(json.dumps(body).encode()))
+    assert record["response_model"] == answered
 
 
 def _claude_result(base: str, key: str, home: Path) -> dict[str, Any]:

@@ -547,6 +547,35 @@ def test_the_model_proxys_records_become_agent_requests_rows_and_runs_sums(
     assert pd.isna(other.agent_requests) and "agent_requests" not in other.read_errors
 
 
+def test_the_models_the_provider_answered_with_are_kept_per_request_and_listed_per_run(
+    tmp_path: Path,
+) -> None:
+    # The provider switched snapshots within one run: both are listed, sorted, once each.
+    exp = write_experiment(tmp_path / "results", tasks=2, replicates=1, faults={})
+    run_dir = exp.exp_dir / "base" / "task-000" / "r1"
+    base = {"kind": "agent_request", "method": "POST", "path": "/v1/messages", "model": "m",
+            "status": 200, "total_ms": 1.0}  # fmt: skip
+    answered = ["m-20250929", "m-20250101", "m-20250929", None]
+    lines = [base | {"time": f"t{i}", "response_model": m} for i, m in enumerate(answered)]
+    (run_dir / "agent_requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    proc = _collect("--experiment-dir", str(exp.exp_dir))
+    assert proc.returncode == 0, proc.stderr
+    tables_dir = exp.exp_dir / "tables"
+    requests = pd.read_parquet(tables_dir / "agent_requests.parquet")
+    assert list(requests.model) == ["m"] * 4
+    assert list(requests.response_model[:3]) == answered[:3]
+    assert pd.isna(requests.response_model[3])
+    runs = pd.read_parquet(tables_dir / "runs.parquet")
+    row = _row(runs, ("base", "task-000", 1))
+    assert list(row.agent_response_models) == ["m-20250101", "m-20250929"]
+    assert row.agent_response_model_count == 2 and not row.read_errors
+    other = _row(runs, ("base", "task-001", 1))  # no agent_requests.jsonl: nothing known
+    assert other.agent_response_models is None and pd.isna(other.agent_response_model_count)
+    csv = pd.read_csv(tables_dir / "runs.csv")
+    shown = csv[(csv.task == "task-000")].agent_response_models.iloc[0]
+    assert json.loads(shown) == ["m-20250101", "m-20250929"]
+
+
 def test_every_row_an_extraction_builds_holds_only_its_tables_declared_columns(
     tmp_path: Path,
 ) -> None:

@@ -68,6 +68,8 @@ def test_unstreamed_request_gets_the_same_message_as_json(base_url: str) -> None
     streamed = _sse(httpx.post(f"{base_url}/v1/messages", json=_first_turn(True)).text)
     assert plain["type"] == "message" and plain["stop_reason"] == "tool_use"
     assert plain["id"] == streamed[0][1]["message"]["id"]
+    # Both name the model that answered, as the real API does (the model proxy records it).
+    assert plain["model"] == streamed[0][1]["message"]["model"] == OFFLINE_AGENT_MODEL
     tool = plain["content"][1]
     assert tool["type"] == "tool_use"
     assert tool["input"] == json.loads(streamed[5][1]["delta"]["partial_json"])

@@ -180,6 +180,16 @@ def test_export_without_collected_tables_says_what_to_run(tmp_path: Path) -> Non
     assert "runs.parquet not found; run `veriharness collect` first" in proc.stderr
 
 
+def test_a_list_cell_of_the_runs_table_is_a_list_in_the_log(tmp_path: Path) -> None:
+    # Parquet gives a list column's cell back as an array, of any length (agent_response_models).
+    from veriharness.report.inspect_log import _plain
+
+    frame = pd.DataFrame({"names": [["b-1", "a-1"], [], None]}).astype(object)
+    frame.to_parquet(tmp_path / "runs.parquet")
+    cells = [_plain(v) for v in pd.read_parquet(tmp_path / "runs.parquet")["names"]]
+    assert cells == [["b-1", "a-1"], [], None]
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

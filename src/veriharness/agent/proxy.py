@@ -12,8 +12,8 @@
 3. sends it upstream (Anthropic, a gateway, or the embedded offline model) with the real key in
    `x-api-key` and without the session's token or any other credential header of the session;
 4. streams the answer back as it arrives: every chunk read from upstream is written to the agent
-   before it is looked at, so server-sent events pass unchanged and unbuffered; usage and the
-   stop reason are read from the events as they pass;
+   before it is looked at, so server-sent events pass unchanged and unbuffered; usage, the
+   stop reason and the model the provider answered with are read from the events as they pass;
 5. appends one `AgentRequest` line to the record file, and tells the pace what the answer said
    (its status, rate-limit headers and usage).
 
@@ -138,10 +138,12 @@ class Upstream:
 
 
 class SseUsage:
-    """Reads usage, model, stop reason and errors from Anthropic's event stream as it passes.
+    """Reads usage, the answering model, stop reason and errors from Anthropic's event stream
+    as it passes.
 
     Fed raw chunks in order; only `data:` lines of the events that carry these facts are parsed,
-    so the cost per chunk stays small whatever the stream holds."""
+    so the cost per chunk stays small whatever the stream holds. The model is the snapshot id
+    message_start names (`message.model`), which may differ from the one the request named."""
 
     _WANTED = (b'"message_start"', b'"message_delta"', b'"error"')
 
@@ -149,6 +151,7 @@ class SseUsage:
         self._partial = b""
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
+        self.model: str | None = None
         self.error: str | None = None
 
     def feed(self, chunk: bytes) -> None:
@@ -167,7 +170,10 @@ class SseUsage:
             return
         kind = event.get("type")
         if kind == "message_start":
-            self._usage((event.get("message") or {}).get("usage"))
+            message = event.get("message")
+            if isinstance(message, dict):
+                self._usage(message.get("usage"))
+                self.model = _text(message.get("model")) or self.model
         elif kind == "message_delta":
             self._usage(event.get("usage"))
             self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
@@ -188,6 +194,12 @@ class SseUsage:
             if field in self.usage:
                 record[field] = self.usage[field]
         record["stop_reason"] = self.stop_reason
+        record["response_model"] = self.model
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string as it is, anything else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _error_text(body: Any) -> str | None:
@@ -601,6 +613,7 @@ def _finish(record: dict[str, Any], sse: SseUsage | None, kept: bytearray) -> No
                     record[field] = value
         if isinstance(body.get("stop_reason"), str):
             record["stop_reason"] = body["stop_reason"]
+        record["response_model"] = _text(body.get("model"))
         if (record.get("status") or 0) >= 400 and not record.get("error"):
             record["error"] = _error_text(body) or f"HTTP {record['status']}"
     elif (record.get("status") or 0) >= 400 and not record.get("error"):

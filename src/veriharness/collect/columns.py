@@ -379,6 +379,21 @@ class RunFields(TypedDict, total=False):
     agent_response_bytes: Annotated[
         int, Col("derived:agent_requests", "sum of requests' response_bytes")
     ]
+    agent_response_models: Annotated[
+        list[str],
+        Col(
+            "derived:agent_requests",
+            "the distinct models the provider answered the run's requests with (their "
+            "response_model), sorted",
+        ),
+    ]
+    agent_response_model_count: Annotated[
+        int,
+        Col(
+            "derived:agent_requests",
+            "how many: above 1, the provider answered one run with more than one snapshot",
+        ),
+    ]
     render_status: Annotated[
         str | None, Col("render/render.json:status", "status written by render")
     ]
@@ -563,6 +578,14 @@ class RequestFields(TypedDict, total=False):
     method: Annotated[str | None, Col("agent_requests:method", "HTTP method")]
     path: Annotated[str | None, Col("agent_requests:path", "request path, e.g. /v1/messages")]
     model: Annotated[str | None, Col("agent_requests:model", "the model the request named")]
+    response_model: Annotated[
+        str | None,
+        Col(
+            "agent_requests:response_model",
+            "the model the provider answered with, its snapshot id (message_start's "
+            "message.model, or a JSON answer's model); null: the answer named none",
+        ),
+    ]
     http_status: Annotated[
         int | None,
         Col(

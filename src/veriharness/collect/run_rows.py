@@ -162,6 +162,10 @@ def _request_sums(requests: list[RequestFields]) -> dict[str, object]:
     }
     for total, name in AGENT_REQUEST_SUMS.items():
         sums[total] = sum(_column(r, name) or 0 for r in requests)
+    # What answered, not what was named: a provider switching snapshots shows here.
+    answered = sorted({m for r in requests if (m := r.get("response_model")) is not None})
+    sums["agent_response_models"] = answered
+    sums["agent_response_model_count"] = len(answered)
     return sums
 
 

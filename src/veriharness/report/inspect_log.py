@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import (
@@ -122,9 +123,12 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A table cell as JSON-able Python: None for every kind of missing value."""
+    """A table cell as JSON-able Python: None for every kind of missing value, a list for a list
+    column's cell (parquet gives it back as an array)."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
+    if isinstance(value, np.ndarray):
+        return [_plain(item) for item in value.tolist()]
     return value.item() if hasattr(value, "item") else value
 
 

@@ -20,7 +20,10 @@ class AgentRequest(BaseModel):
     time: str  # when the request arrived (UTC, ISO 8601)
     method: str
     path: str
-    model: str | None = None
+    model: str | None = None  # the model the request named
+    # The model the provider answered with (its snapshot id: `message.model` of a stream's
+    # message_start, or `model` of a JSON answer); None when the answer named none.
+    response_model: str | None = None
     status: int | None = None  # None: no HTTP answer reached the agent (e.g. upstream refused)
     time_to_first_byte_ms: float | None = None
     total_ms: float
