@@ -131,6 +131,29 @@ def test_the_reference_set_reaches_the_self_score_ceiling(scored: Path, task: st
     assert not any(audit["flags"].values()), audit["evidence"]
 
 
+def test_the_reference_set_replays_the_tasks_own_triggers_so_it_is_the_ceiling(
+    scored: Path,
+) -> None:
+    """The reference carries no `data-interaction` marks: its triggers are the task's selectors,
+    as the metric is defined, so it implements every interaction and matches its own states."""
+    run = _runs(scored).loc[("external:reference", "pricing-toggle")]
+    assert run.metric_implement_rate == 1
+    for name in ("state_ssim", "state_text", "region_ssim", "region_text", "region_position"):
+        assert run[f"metric_{name}"] >= 0.99, name
+    render = scored / "external:reference" / "pricing-toggle" / "r1" / "render"
+    states = json.loads((render / "states.json").read_text())
+    spec = yaml.safe_load((ROOT / "tasks" / "pricing-toggle" / "task.yaml").read_text())
+    assert [i["trigger"] for i in states["interactions"]] == [
+        i["trigger"] for i in spec["interactions"]
+    ]
+    # Any other set's answer is held to the output contract: the marked element.
+    other = scored / "external:partial" / "pricing-toggle" / "r1" / "render" / "states.json"
+    assert all(
+        i["trigger"].startswith("[data-interaction=")
+        for i in json.loads(other.read_text())["interactions"]
+    )
+
+
 def test_an_imported_answer_records_the_hash_of_every_file(scored: Path) -> None:
     task = TASKS[0]
     outcome = json.loads((scored / "external:reference" / task / "r1" / "outcome.json").read_text())

@@ -32,7 +32,8 @@ from veriharness.render.browser import (
     Renderer,
     RenderSetupError,
 )
-from veriharness.render.states import render_answer_states, render_reference_states
+from veriharness.render.states import Triggers, render_answer_states, render_reference_states
+from veriharness.runfolder.outcome import ExternalOutcome, read_outcome
 from veriharness.runfolder.render import (
     DomRecord,
     FailedStep,
@@ -47,6 +48,7 @@ from veriharness.runfolder.render import (
 __all__ = [
     "BatchItem",
     "UncleanReference",
+    "answer_triggers",
     "render_answer",
     "render_reference",
     "read_batch",
@@ -136,9 +138,25 @@ def render_answer(
     if task is not None and task.interactive:
         loadable = renderer if _answer_state(answer) is None else None
         render_answer_states(
-            loadable, answer, answer_dir, task.interactions, task.viewports, viewport, out
+            loadable,
+            answer,
+            answer_dir,
+            task.interactions,
+            task.viewports,
+            viewport,
+            out,
+            answer_triggers(answer_dir.parent),
         )
     return record
+
+
+def answer_triggers(run_dir: Path) -> Triggers:
+    """How the run's answer marks its triggers: the task's own reference, imported as an answer
+    (`import-answer`, source `task_references`), is found by the task's selectors, as the
+    metric's reference side is; every other answer by the output contract's marks."""
+    outcome = read_outcome(run_dir, [])
+    own = isinstance(outcome, ExternalOutcome) and outcome.source == "task_references"
+    return "task" if own else "marks"
 
 
 def _write_render(

@@ -6,8 +6,10 @@ page's scripts running, two frames are waited for, then the scripts are switched
 is captured as any render is. On the reference the trigger is the task's selector and every
 problem is a refusal naming the task, the interaction and the value: a selector that matches no
 element or several, an action that fails, an action that changes no pixel of the viewport. On an
-answer the trigger is the element carrying `data-interaction="<id>"`, and the same problems are
-results, recorded in `render/states.json`.
+answer the trigger is the element carrying `data-interaction="<id>"` (the task's own selector when
+the answer is the task's reference, `triggers="task"`: the reference carries no marks, and the
+metric's reference side uses that selector), and the same problems are results, recorded in
+`render/states.json`.
 
 `changed_region` is the smallest box holding every pixel that differs between the viewport just
 before and just after the action. The score stage compares regions with its own metrics; this
@@ -50,6 +52,7 @@ from veriharness.runfolder.states import (
 
 __all__ = [
     "ReplayProblem",
+    "Triggers",
     "UnreplayableInteraction",
     "changed_region",
     "marked_copy",
@@ -243,18 +246,31 @@ def _white(size: Size) -> bytes:
     return out.getvalue()
 
 
+# How an answer's triggers are found: the output contract's marks, or the task's selectors (the
+# task's reference scored as an answer).
+Triggers = Literal["marks", "task"]
+
+
+def _answer_trigger(interaction: Interaction, triggers: Triggers) -> str:
+    return interaction.trigger if triggers == "task" else interaction.answer_selector()
+
+
 def _replay_on_answer(
-    renderer: Renderer, answer: Path, answer_dir: Path, interaction: Interaction, viewport: Size
+    renderer: Renderer,
+    answer: Path,
+    answer_dir: Path,
+    interaction: Interaction,
+    viewport: Size,
+    trigger: str,
 ) -> tuple[AnswerInteraction, dict[str, bytes | str]]:
-    capture = renderer.capture(
-        answer, answer_dir, viewport, _act(interaction, interaction.answer_selector())
-    )
+    capture = renderer.capture(answer, answer_dir, viewport, _act(interaction, trigger))
     result = capture.act
     after = capture.viewport_png or _white(viewport)
     before = result.before_png if result is not None and result.before_png else after
     changed = changed_region(before, after) if result is not None and result.acted else None
     record = AnswerInteraction(
         id=interaction.id,
+        trigger=trigger,
         status=capture.status,
         trigger_matches=None if result is None else result.trigger_matches,
         acted=result is not None and result.acted,
@@ -280,17 +296,21 @@ def render_answer_states(
     viewports: tuple[ExtraViewport, ...],
     viewport: Size,
     out: Path,
+    triggers: Triggers = "marks",
 ) -> AnswerStates:
     """Replay every interaction and render every extra viewport of the answer into `out`
-    (a render folder); `renderer` None means the answer has nothing to load (missing or empty):
-    every state is then recorded as not reached, with white captures."""
+    (a render folder), each trigger found as `triggers` says; `renderer` None means the answer
+    has nothing to load (missing or empty): every state is then recorded as not reached, with
+    white captures."""
     files: dict[str, bytes | str] = {}
     replayed = []
     for interaction in interactions:
+        trigger = _answer_trigger(interaction, triggers)
         if renderer is None:
             replayed.append(
                 AnswerInteraction(
                     id=interaction.id,
+                    trigger=trigger,
                     status="error",
                     trigger_matches=None,
                     acted=False,
@@ -298,7 +318,9 @@ def render_answer_states(
                 )  # fmt: skip
             )
             continue
-        replay, made = _replay_on_answer(renderer, answer, answer_dir, interaction, viewport)
+        replay, made = _replay_on_answer(
+            renderer, answer, answer_dir, interaction, viewport, trigger
+        )
         replayed.append(replay)
         files |= made
     shown = []

@@ -32,10 +32,13 @@ STATES_NAME = "render/states.json"
 
 
 class AnswerInteraction(BaseModel):
-    """One interaction replayed on the answer: its trigger is the one element carrying
-    `data-interaction="<id>"`. `changed_pixels` counts the viewport pixels the action changed."""
+    """One interaction replayed on the answer: its trigger (`trigger`, the selector the replay
+    used) is the one element carrying `data-interaction="<id>"`, or for the task's own reference
+    scored as an answer the task's selector. `changed_pixels` counts the viewport pixels the
+    action changed."""
 
     id: str
+    trigger: str | None = None
     status: Status
     trigger_matches: int | None
     acted: bool
