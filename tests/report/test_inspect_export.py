@@ -121,6 +121,18 @@ def test_scores_metadata_and_usage_are_the_runs_tables(exported) -> None:
         assert (mllm.output_tokens if mllm else 0) == int(mine["output_tokens"].sum())
 
 
+def test_the_headline_score_is_the_declared_primary_outcome(exported) -> None:
+    """Inspect shows a log's first score as its headline: the primary outcome (metric_ssim by
+    default), not the alphabetically first metric."""
+    for log in exported[2].values():
+        assert log.results is not None and log.results.scores[0].name == "ssim"
+        assert log.eval.metadata["primary_outcome"] == ["ssim"]
+        assert log.samples is not None
+        for sample in log.samples:
+            if sample.scores:
+                assert next(iter(sample.scores)) == "ssim"
+
+
 def test_messages_are_the_transcripts_tool_calls_and_results_in_order(exported) -> None:
     from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 

@@ -14,8 +14,10 @@ Design notes:
 - Each CallMLLM call is a model event of the sample, linked to its tool use as the tables link it
   (`collect.call_links`): its instruction, text inputs and images as the model received them (a
   region cropped from the file the trace's digest finds), and its response, usage and latency.
-- Scores are the metrics (one score per non-null metric); the audit flags, status, costs and
-  identity are sample metadata; token usage is per model (agent and CallMLLM provider).
+- Scores are the metrics (one score per non-null metric), the declared primary outcome(s) first
+  (`analysis.primary` of experiment.json), so the log's headline score, the first, is the
+  verdict's outcome; the audit flags, status, costs and identity are sample metadata; token
+  usage is per model (agent and CallMLLM provider).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from veriharness.collect.call_links import (
     link_calls,
     message_blocks,
 )
+from veriharness.experiment.analysis import AnalysisSettings
 from veriharness.experiment.record import RecordError
 from veriharness.report.run_page import RunImages
 from veriharness.report.status import experiment_record
@@ -483,13 +486,29 @@ def _total_usage(samples: list[EvalSample]) -> dict[str, ModelUsage]:
     return total
 
 
+def _headline_first(names: set[str], primary: list[str]) -> list[str]:
+    """Score names, the declared primary outcome(s) first in their declared order, then the rest
+    alphabetically."""
+    first = [p for p in primary if p in names]
+    return first + sorted(names - set(first))
+
+
 def _condition_log(
-    experiment: str, condition: str, runs: list[_Run], recorded_model: str | None, created: str
+    experiment: str,
+    condition: str,
+    runs: list[_Run],
+    recorded_model: str | None,
+    created: str,
+    primary: list[str],
 ) -> EvalLog:
     samples = [_sample(run, recorded_model) for run in runs]
+    for sample in samples:
+        if sample.scores:
+            order = _headline_first(set(sample.scores), primary)
+            sample.scores = {name: sample.scores[name] for name in order}
     named = [m for s in samples for m in s.model_usage if m == s.output.model]
     agent_model = recorded_model or max(set(named), key=named.count, default=_UNNAMED)
-    metrics = sorted({m for s in samples for m in (s.scores or {})})
+    metrics = _headline_first({m for s in samples for m in (s.scores or {})}, primary)
     tasks = sorted({str(s.id) for s in samples})
     replicates = max((int(s.epoch) for s in samples), default=1)
     digest = hashlib.sha256(f"{experiment}/{condition}".encode()).hexdigest()[:22]
@@ -505,7 +524,12 @@ def _condition_log(
         model=agent_model,
         config=EvalConfig(epochs=replicates),
         packages={"veriharness": __version__},
-        metadata={"experiment": experiment, "condition": condition, "offline": sorted(offline)},
+        metadata={
+            "experiment": experiment,
+            "condition": condition,
+            "offline": sorted(offline),
+            "primary_outcome": primary,
+        },
     )
     return EvalLog(
         status="success",
@@ -516,6 +540,16 @@ def _condition_log(
         ),
         samples=samples,
     )
+
+
+def _primary_scores(record: dict[str, Any]) -> list[str]:
+    """The declared primary outcome(s) as score names (`analysis.primary`; the default for a
+    record without one, as `compare` reads it)."""
+    try:
+        settings = AnalysisSettings.model_validate(record.get("config", {}).get("analysis") or {})
+    except ValueError:
+        settings = AnalysisSettings()
+    return [name.removeprefix(_METRIC) for name in settings.primary]
 
 
 def _recorded_model(record: dict[str, Any]) -> str | None:
@@ -559,7 +593,9 @@ def export_inspect(exp_dir: Path, out: Path, tasks_dir: Path) -> list[Path]:
             for r in rows
             if r["condition"] == condition
         ]
-        log = _condition_log(exp_dir.name, condition, mine, agent_model, created)
+        log = _condition_log(
+            exp_dir.name, condition, mine, agent_model, created, _primary_scores(record)
+        )
         path = out / log_name(exp_dir.name, condition)
         write_eval_log(log, str(path), format="eval")
         written.append(path)
