@@ -66,7 +66,7 @@ def _pilot(tmp_path: Path, diffs: np.ndarray) -> Path:
 def test_the_power_verb_reads_a_pilot_and_names_its_answer(tmp_path: Path) -> None:
     exp = _pilot(tmp_path, _planted(0.04, 0.06, 120))
     args = ["power", "--experiment-dir", str(exp), "--baseline", "base", "--treatment", "treat"]
-    done = veriharness(*args, "--effect", "0.03")
+    done = veriharness(*args, "--effect", "0.03", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     truth = _t_test_tasks(0.03, 0.06)
@@ -81,3 +81,20 @@ def test_the_power_verb_reads_a_pilot_and_names_its_answer(tmp_path: Path) -> No
     assert unknown.returncode == 2 and "no column 'metric_mae'" in unknown.stderr
     far = veriharness(*args, "--effect", "0.0001", "--max-tasks", "50")
     assert far.returncode == 1 and "50 tasks reach only power" in far.stderr
+
+
+def test_the_power_verb_answers_in_a_sentence(tmp_path: Path) -> None:
+    exp = _pilot(tmp_path, _planted(0.04, 0.06, 40))
+    args = ["power", "--experiment-dir", str(exp), "--baseline", "base", "--treatment", "treat"]
+    done = veriharness(*args, "--effect", "0.03")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(veriharness(*args, "--effect", "0.03", "--json").stdout)
+    first = done.stdout.splitlines()[0]
+    assert first == (
+        "To detect a difference of 0.03 in metric_ssim (treat minus base) with power 0.8 at "
+        f"alpha 0.05, a study needs {figures['tasks']} tasks (simulated power "
+        f"{figures['power']:.3f} ± {figures['standard_error']:.3f})."
+    )
+    assert "the pilot's 40 paired task differences" in done.stdout
+    far = veriharness(*args, "--effect", "0.0001", "--max-tasks", "50")
+    assert far.returncode == 1 and "even 50 tasks are not enough" in far.stdout

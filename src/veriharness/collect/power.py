@@ -11,14 +11,15 @@ target.
 The test inside the simulation is the one `compare` runs: exact over all sign patterns up to
 `_EXACT_UP_TO` tasks; beyond, its normal approximation (the sign-flip statistic sum(s_i d_i) has
 mean 0 and variance sum(d_i^2) under the null), which keeps 2,000 simulated studies of 200 tasks
-to a fraction of a second. Power at the answer is printed with its Monte Carlo standard error.
+to a fraction of a second. Power at the answer is printed with its Monte Carlo standard error:
+as a sentence (`power_sentence`), or with `--json` as one JSON object.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats
@@ -30,6 +31,7 @@ __all__ = [
     "check_power_arguments",
     "pilot_sampler",
     "power_at",
+    "power_sentence",
     "required_tasks",
 ]
 
@@ -126,3 +128,31 @@ def check_power_arguments(power: float, alpha: float | None, effect: float, sims
         raise PowerError("--effect must not be 0: no study has power against no effect")
     if sims < 100:
         raise PowerError(f"--sims must be at least 100, got {sims}")
+
+
+def power_sentence(result: dict[str, Any], max_tasks: int) -> str:
+    """The estimate as the answer to the researcher's question, in one paragraph."""
+    family = result["family_size"]
+    per = (
+        f"alpha {result['alpha']:g}"
+        if family == 1
+        else f"alpha {result['alpha']:g} over a family of {family} outcomes "
+        f"({result['alpha_per_outcome']:.3g} per outcome, Holm's strictest step)"
+    )
+    question = (
+        f"To detect a difference of {result['effect']:g} in {result['measure']} "
+        f"({result['treatment']} minus {result['baseline']}) with power "
+        f"{result['target_power']:g} at {per}"
+    )
+    reached = f"power {result['power']:.3f} ± {result['standard_error']:.3f}"
+    if result["tasks"] is None:
+        answer = f"even {max_tasks} tasks are not enough (they reach {reached})"
+    else:
+        answer = f"a study needs {result['tasks']} tasks (simulated {reached})"
+    pilot = (
+        f"Estimated from the pilot's {result['pilot_tasks']} paired task differences (mean "
+        f"{result['pilot_mean_difference']:.4g}, SD {result['pilot_sd_difference']:.4g}), "
+        "centred and shifted to the effect; replicates do not count as tasks. --json prints "
+        "the figures for machines."
+    )
+    return f"{question}, {answer}.\n{pilot}"

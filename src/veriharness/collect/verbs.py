@@ -190,6 +190,9 @@ def add_power_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sims", type=int, default=DEFAULT_SIMS, help="simulated studies per n")
     parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     parser.add_argument("--max-tasks", type=int, default=2000, help="largest study considered")
+    parser.add_argument(
+        "--json", action="store_true", help="print the estimate as one JSON object (for machines)"
+    )
 
 
 def run_power(args: argparse.Namespace) -> int:
@@ -200,6 +203,7 @@ def run_power(args: argparse.Namespace) -> int:
         PowerError,
         check_power_arguments,
         pilot_sampler,
+        power_sentence,
         required_tasks,
     )
 
@@ -243,8 +247,10 @@ def run_power(args: argparse.Namespace) -> int:
         "family_size": max(len(family), 1),
         **estimate._asdict(),
         "target_power": args.power,
+        "baseline": args.baseline,
+        "treatment": args.treatment,
     }
-    print(json.dumps(result))
+    print(json.dumps(result) if args.json else power_sentence(result, args.max_tasks))
     if estimate.tasks is None:
         print(
             f"power: {args.max_tasks} tasks reach only power {estimate.power:.3f} for an effect "
