@@ -53,6 +53,7 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         limits=SessionLimits(),
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        keep_call_images=True,
         log_model_requests=False,
         project=tmp_path / "project",
         label="cond-task-r1",

@@ -60,6 +60,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        keep_call_images=True,
         log_model_requests=False,
         project=tmp_path / "project",
         label="cond-task-r1",

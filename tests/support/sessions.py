@@ -48,6 +48,7 @@ def offline_plan(
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        keep_call_images=True,
         log_model_requests=True,
         project=ROOT,
         label="boundary",

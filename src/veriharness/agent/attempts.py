@@ -38,6 +38,7 @@ from veriharness.runfolder.attempts import (
     FinishedCopy,
     KeptAttempt,
 )
+from veriharness.runfolder.call_images import CALL_IMAGES
 from veriharness.runfolder.outcome import read_status
 from veriharness.runfolder.superseded import forget_later_stages
 from veriharness.runfolder.transcript import has_result
@@ -66,6 +67,7 @@ SESSION_FILES = (
     "model_requests.jsonl",
     "agent_requests.jsonl",
     "mllm_server.log",
+    CALL_IMAGES,
     "answer",
     FINISHED,
     _PARTIAL,

@@ -73,6 +73,7 @@ class SessionPlan(BaseModel):
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
+    keep_call_images: bool  # the mllm server keeps each attached image in call_images/
     log_model_requests: bool
     project: Path
     label: str
@@ -141,6 +142,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
+        keep_call_images=execution.keep_call_images,
         log_model_requests=execution.debug,
         project=project,
         label="-".join(run_dir.parts[-3:]),

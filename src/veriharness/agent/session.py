@@ -77,6 +77,7 @@ from veriharness.experiment.environment import software_paths
 from veriharness.mllm import MLLM_HTTP_PATH, MLLM_TOKEN_ENV
 from veriharness.offline.server import running_offline_server
 from veriharness.pace.provider_pace import WAITING, ProviderPace, pace_dir
+from veriharness.runfolder.call_images import CALL_IMAGES
 from veriharness.runfolder.mllm_trace import CallCompleted, CallFailed, CallStarted, read_trace
 from veriharness.runfolder.outcome import (
     AGENT_OUTCOME,
@@ -204,7 +205,8 @@ def running_mllm_server(
 ) -> Iterator[str]:
     """The `mllm` server for one session, outside the sandbox, on a loopback port; yields the
     URL the session's MCP config names. It runs with the caller's environment (the catalog's
-    keys) and writes the trace into the run folder."""
+    keys) and writes the trace, and with `keep_call_images` each attached image, into the run
+    folder."""
     env = dict(os.environ) | {MLLM_TOKEN_ENV: token}
     if offline_url is not None:
         env[OFFLINE_URL_ENV] = offline_url
@@ -219,6 +221,8 @@ def running_mllm_server(
         # Its own session (so its group can be ended), yet never outliving this process.
         "--parent-pid", str(os.getpid()),
     ]  # fmt: skip
+    if plan.keep_call_images:
+        command += ["--call-images", str(plan.run_dir / CALL_IMAGES)]
     log_path = plan.run_dir / MLLM_SERVER_LOG
     with open(log_path, "w", encoding="utf-8") as log:
         server = subprocess.Popen(

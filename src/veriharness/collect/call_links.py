@@ -25,6 +25,7 @@ import orjson
 
 from veriharness.collect.columns import CallFields, ToolUseFields
 from veriharness.collect.typed import typed_value
+from veriharness.runfolder.call_images import kept_image
 from veriharness.runfolder.mllm_trace import read_trace_objects
 
 __all__ = [
@@ -245,12 +246,36 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _call_row(seq: int, call: TraceCall, errors: list[str]) -> CallFields:
+class _KeptImages:
+    """The kept file of each attached digest of one run, each digest checked once."""
+
+    def __init__(self, run_dir: Path, errors: list[str]) -> None:
+        self.run_dir, self.errors = run_dir, errors
+        self._found: dict[str, str | None] = {}
+
+    def of(self, started: dict[str, Any]) -> list[str]:
+        names: list[str] = []
+        for item in started.get("inputs") or []:
+            if not isinstance(item, dict) or item.get("kind") != "image":
+                continue
+            digest = item.get("attached_sha256")
+            if not isinstance(digest, str):
+                continue
+            if digest not in self._found:
+                self._found[digest] = kept_image(self.run_dir, digest, self.errors)
+            name = self._found[digest]
+            if name is not None and name not in names:
+                names.append(name)
+        return names
+
+
+def _call_row(seq: int, call: TraceCall, kept: _KeptImages, errors: list[str]) -> CallFields:
     row: CallFields = {"call_id": call.call_id, "seq": seq, "outcome": "unfinished"}
     row["tags"] = None
     if call.started is not None:
         row["started_at"] = call.started.get("time")
         row.update(_request_fields(call.started))
+        row["call_images"] = kept.of(call.started)
     end = call.end
     if end is not None:
         name = end.get("event")
@@ -320,7 +345,8 @@ def linked_call_rows(
     if events is None:
         return None
     grouped = group_trace(events, errors)
-    rows = [_call_row(i, c, errors) for i, c in enumerate(grouped)]
+    kept = _KeptImages(Path(run_dir), errors)
+    rows = [_call_row(i, c, kept, errors) for i, c in enumerate(grouped)]
     if uses is not None:
         for row, link in zip(rows, link_calls(uses, grouped, errors), strict=True):
             row["tool_use_id"], row["tool_use_link"] = link

@@ -507,6 +507,15 @@ class CallFields(TypedDict, total=False):
     image_count: Annotated[int, Col("derived:image_count", "image inputs")]
     region_count: Annotated[int, Col("derived:region_count", "image inputs with a region")]
     text_count: Annotated[int, Col("derived:text_count", "text inputs")]
+    call_images: Annotated[
+        list[str] | None,
+        Col(
+            "derived:call_images",
+            "the kept files of the bytes the call sent for its image inputs (call_images/<sha256>"
+            ".<ext>, run-folder relative, in input order, each once); empty when none was kept "
+            "(execution.keep_call_images false), null for a call never sent",
+        ),
+    ]
     output_kind: Annotated[str | None, Col("mllm_trace:output.kind", "text or json")]
     schema_present: Annotated[
         bool | None, Col("derived:schema_present", "json output with a schema")

@@ -309,6 +309,10 @@ class ExecutionSettings(_Strict):
     """Folder for agent workspaces; null is the system temp dir. Never inside a git repository."""
     keep_workspaces: bool = False
     """Keep each agent workspace after its run."""
+    keep_call_images: bool = True
+    """Keep the exact bytes each CallMLLM call sent the model for an image input (the file, or
+    the PNG of its region) in the run folder's call_images/, one file per digest, so the report
+    shows what the model saw after the workspace is gone. false keeps none."""
     debug: bool = False
     """Log every request the embedded offline model receives to the run's model_requests.jsonl
     (secret values redacted). No effect with real providers."""

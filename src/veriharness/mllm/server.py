@@ -11,10 +11,11 @@ the provider keys thus stay with this process; the session holds only the addres
 
 A call runs: validate the request (``CallRequest``, tags against the taxonomy), resolve the model
 profile (unknown is an error, never a fallback), prepare the inputs inside the workspace, write
-``mllm_call_started``, post once to the provider, check the reply against the output contract,
-write ``mllm_call_completed`` or ``mllm_call_failed``. A refusal before the model call writes
-``mllm_call_rejected``. Refusals and provider faults reach the agent as MCP error results
-(``ToolError``) with a message it can act on; the server keeps serving.
+``mllm_call_started`` (with ``--call-images``, keep the bytes of each image it attaches in the
+run folder by digest: ``mllm/call_images.py``), post once to the provider, check the reply
+against the output contract, write ``mllm_call_completed`` or ``mllm_call_failed``. A refusal
+before the model call writes ``mllm_call_rejected``. Refusals and provider faults reach the agent
+as MCP error results (``ToolError``) with a message it can act on; the server keeps serving.
 
 The server is the SDK's low-level ``Server`` with two handlers, ``tools/list`` and ``tools/call``
 (P-39): it advertises the tools capability only, any other method (``prompts/get``,
@@ -90,6 +91,7 @@ from veriharness.mllm.backends import (
     backend_for,
     make_client,
 )
+from veriharness.mllm.call_images import CallImageKeeper
 from veriharness.mllm.images import PreparedImage, prepare_image
 from veriharness.mllm.trace import TraceWriter, now
 from veriharness.pace.provider_pace import Abandoned, ProviderPace, pace_dir
@@ -140,8 +142,10 @@ class CallService:
         taxonomy: Taxonomy,
         trace: TraceWriter,
         spend: MllmSpend | None = None,
+        images: CallImageKeeper | None = None,
     ) -> None:
         self.workspace = workspace
+        self.images = images
         self.catalog = catalog
         self.taxonomy = taxonomy
         self.trace = trace
@@ -221,6 +225,10 @@ class CallService:
             call_id, request, inputs, profile.name, self.catalog.profile_config_hash(profile)
         )
         self.trace.write(started.model_copy(update={"tool_use_id": tool_use_id}))
+        if self.images is not None:
+            for item in inputs:
+                if isinstance(item, PreparedImage):
+                    self.images.keep(item.attached_sha256, item.media_type, item.data)
         model_request = ModelRequest(request.instruction, inputs, request.output)
         client = self._client(profile.name, profile.provider)
         begun = time.perf_counter()
@@ -489,15 +497,18 @@ def open_service(
     trace_path: Path,
     taxonomy_path: Path | None = None,
     spend_json: str | None = None,
+    call_images: Path | None = None,
 ) -> CallService:
     """The call service of one server: the catalog, the taxonomy (default: the config's default
-    taxonomy in the checkout), the trace (redacting the catalog's secrets) and the spend settings.
+    taxonomy in the checkout), the trace (redacting the catalog's secrets), the spend settings and
+    the folder the attached images are kept in (None: none kept).
     Raises CatalogError, OSError or ValueError naming what could not be read."""
     catalog = load_catalog(catalog_path)
     taxonomy = load_taxonomy(taxonomy_path or project_root() / DEFAULT_TAXONOMY_PATH)
     spend = MllmSpend.model_validate_json(spend_json) if spend_json else None
     trace = TraceWriter(trace_path, Redactor(catalog.secrets(os.environ)))
-    return CallService(workspace.resolve(), catalog, taxonomy, trace, spend)
+    images = CallImageKeeper(call_images) if call_images is not None else None
+    return CallService(workspace.resolve(), catalog, taxonomy, trace, spend, images)
 
 
 def serve(

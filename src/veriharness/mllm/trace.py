@@ -3,8 +3,10 @@
 Events are told apart by ``event``. A call that reaches the model writes ``mllm_call_started``
 and then either ``mllm_call_completed`` or ``mllm_call_failed``; a request refused before any
 model call writes only ``mllm_call_rejected``. Inputs are recorded by digest, region and size,
-never by their bytes (no base64); provider settings appear only as their hash, so neither a key
-nor a base URL can reach the file. The events' models are in `runfolder/mllm_trace.py`.
+never by their bytes (no base64; the bytes attached are kept beside the trace, in
+``call_images/``, by that digest: ``mllm/call_images.py``); provider settings appear only as
+their hash, so neither a key nor a base URL can reach the file. The events' models are in
+`runfolder/mllm_trace.py`.
 """
 
 from __future__ import annotations

@@ -23,6 +23,13 @@ def add_mllm_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="prices per profile and the run's ledger settings (MllmSpend as JSON)",
     )
     parser.add_argument(
+        "--call-images",
+        type=Path,
+        default=None,
+        help="keep the bytes sent for each image input in this folder (the run folder's "
+        "call_images/), one file per digest (default: none kept)",
+    )
+    parser.add_argument(
         "--taxonomy",
         type=Path,
         default=None,
@@ -60,7 +67,12 @@ def run_mllm_server(args: argparse.Namespace) -> int:
         return 2
     try:
         service = open_service(
-            args.workspace, args.catalog, args.trace, args.taxonomy, args.spend_json
+            args.workspace,
+            args.catalog,
+            args.trace,
+            args.taxonomy,
+            args.spend_json,
+            args.call_images,
         )
     except (CatalogError, OSError, ValueError) as error:
         print(f"mllm-server: {error}", file=sys.stderr)

@@ -12,8 +12,9 @@ Design notes:
   content block; consecutive events of one message id are joined) with its text, thinking and
   tool calls, and each tool result as a tool message.
 - Each CallMLLM call is a model event of the sample, linked to its tool use as the tables link it
-  (`collect.call_links`): its instruction, text inputs and images as the model received them (a
-  region cropped from the file the trace's digest finds), and its response, usage and latency.
+  (`collect.call_links`): its instruction, text inputs and images as the model received them (the
+  bytes kept in `call_images/`, else a region cropped from the file the trace's digest finds), and
+  its response, usage and latency.
 - Scores are the metrics (one score per non-null metric), the declared primary outcome(s) first
   (`analysis.primary` of experiment.json), so the log's headline score, the first, is the
   verdict's outcome; the audit flags, status, costs and identity are sample metadata; token
@@ -250,9 +251,14 @@ def transcript_messages(events: list[dict[str, Any]]) -> list[ChatMessage]:
 
 
 def _image_content(item: dict[str, Any], images: RunImages) -> Content:
-    """The image a call sent: the file found by its digest, cropped to the region it asked for
-    (the mllm server sends a region as PNG), or a note naming what is not available."""
+    """The image a call sent: the bytes the mllm server kept as attached, else the file found by
+    its digest, cropped to the region it asked for (the mllm server sends a region as PNG), or a
+    note naming what is not available."""
     digest, label = str(item.get("file_sha256")), str(item.get("label"))
+    kept = images.attached(item.get("attached_sha256"))
+    if kept is not None:
+        media = str(item.get("media_type") or "image/png")
+        return ContentImage(image=_data_uri(media, kept.read_bytes()))
     source = images.find(digest)
     if source is None:
         return ContentText(
@@ -394,7 +400,7 @@ def _sample(run: _Run, recorded_model: str | None) -> EvalSample:
     trace = read_trace_objects(run.run_dir, errors) or [] if events else []
     calls = group_trace(trace, errors)
     links = link_calls(callmllm_uses(events), calls, errors)
-    images = RunImages(run.reference, run.run_dir / "answer")
+    images = RunImages(run.reference, run.run_dir / "answer", run.run_dir, errors)
     call_events = [
         _call_event(call, link.tool_use_id, link.how, images)
         for call, link in zip(calls, links, strict=True)

@@ -12,9 +12,11 @@ Design notes:
   its run's page folder). Copies are renamed into place, so worker processes may write pages at
   the same time.
 - The images a CallMLLM call saw are found by content, not by name: the trace records the sha256 of
-  each input file; the task's reference.png and the files kept under answer/ are the only
-  candidates (the workspace itself is gone). An input that matches none of them is listed as not
-  available, with its path and digest.
+  each input file and of the bytes attached; the task's reference.png, the files kept under
+  answer/ and the bytes the mllm server kept as attached (`call_images/`, used only when they hash
+  to their name) are the candidates (the workspace itself is gone). A region is drawn on the full
+  file when that is found and shown as sent when its crop was kept. An input that matches none of
+  them is listed as not available, with its path and digests.
 - A call is shown under the tool use it answers, linked as `call_records.link_calls` does for the
   tables (recorded tool_use_id, else order); a doubtful link is said on the page, and a trace call
   linked to no tool use is listed after the steps rather than left out.
@@ -41,6 +43,7 @@ from veriharness.collect.call_links import (
     message_blocks,
 )
 from veriharness.runfolder._files import read_object
+from veriharness.runfolder.call_images import kept_image
 from veriharness.runfolder.mllm_trace import read_trace_objects
 from veriharness.runfolder.outcome import NAME as OUTCOME
 from veriharness.runfolder.states import STATES, read_states
@@ -99,13 +102,24 @@ def _copy_once(source: Path, dest: Path) -> None:
 
 
 class RunImages:
-    """The files a run's CallMLLM calls could have seen, by sha256: the task reference and the
-    files kept under answer/."""
+    """The files a run's CallMLLM calls could have seen, by sha256: the task reference, the
+    files kept under answer/ and the bytes the mllm server kept as attached (`call_images/` of
+    `run_dir`; a file there counts only when its bytes hash to its name, a mismatch is named in
+    `errors`)."""
 
-    def __init__(self, reference: Path | None, answer_dir: Path) -> None:
+    def __init__(
+        self,
+        reference: Path | None,
+        answer_dir: Path,
+        run_dir: Path | None = None,
+        errors: list[str] | None = None,
+    ) -> None:
         self.reference = reference if reference and reference.is_file() else None
         self.answer_dir = answer_dir
+        self.run_dir = run_dir
+        self.errors = errors if errors is not None else []
         self._answer: dict[str, Path] | None = None
+        self._kept: dict[str, Path | None] = {}
 
     def find(self, digest: str) -> Path | None:
         if self.reference is not None and _digest(self.reference) == digest:
@@ -113,14 +127,24 @@ class RunImages:
         if self._answer is None:  # hashed only when a call saw something other than the reference
             files = self.answer_dir.rglob("*") if self.answer_dir.is_dir() else ()
             self._answer = {sha256_file(p): p for p in files if p.is_file()}
-        return self._answer.get(digest)
+        return self._answer.get(digest) or self.attached(digest)
+
+    def attached(self, digest: Any) -> Path | None:
+        """The kept file of the bytes a call attached with this digest, or None (also for a
+        trace that records no digest)."""
+        if self.run_dir is None or not isinstance(digest, str):
+            return None
+        if digest not in self._kept:
+            name = kept_image(self.run_dir, digest, self.errors)
+            self._kept[digest] = None if name is None else self.run_dir / name
+        return self._kept[digest]
 
 
 class _Images(RunImages):
     """A run's images and their copies under <out>/images/."""
 
-    def __init__(self, out: Path, reference: Path | None, answer_dir: Path) -> None:
-        super().__init__(reference, answer_dir)
+    def __init__(self, out: Path, reference: Path | None, run_dir: Path, errors: list[str]) -> None:
+        super().__init__(reference, run_dir / "answer", run_dir, errors)
         self.out = out
 
     def publish(self, source: Path, digest: str | None = None) -> str:
@@ -172,23 +196,37 @@ def _call_images(request: dict[str, Any], images: _Images, prefix: str) -> str:
             parts.append(f"<p>text input <b>{label}</b>:</p><pre>{content}</pre>")
             continue
         digest, region = str(item.get("file_sha256")), item.get("region")
+        attached = item.get("attached_sha256")
         source = images.find(digest)
+        sent = images.attached(attached) if region and attached != digest else None
         where = f"{esc(str(item.get('path')))} ({esc(digest)})"
-        if source is None:
+        if source is None and sent is None:
             parts.append(
                 f"<p>image <b>{label}</b>: {where} is not available; the workspace is "
                 "gone and no kept file has this digest.</p>"
             )
             continue
-        overlay = _region_box(region, _size(item, source)) if region else ""
-        note = " (full image)"
-        if region:
-            note = f" region {esc(region)}" + ("" if overlay else " (could not be drawn)")
-        parts.append(
-            f"<p>image <b>{label}</b>: {where}{note}</p><span class='shot'>"
-            f"<img loading='lazy' src='{esc(prefix + images.publish(source, digest))}'>"
-            f"{overlay or ''}</span>"
-        )
+        if source is None:
+            parts.append(
+                f"<p>image <b>{label}</b>: {where} region {esc(region)}; the file is gone, the "
+                "region as sent to the model is kept</p>"
+            )
+        else:
+            overlay = _region_box(region, _size(item, source)) if region else ""
+            note = " (full image)"
+            if region:
+                note = f" region {esc(region)}" + ("" if overlay else " (could not be drawn)")
+            parts.append(
+                f"<p>image <b>{label}</b>: {where}{note}</p><span class='shot'>"
+                f"<img loading='lazy' src='{esc(prefix + images.publish(source, digest))}'>"
+                f"{overlay or ''}</span>"
+            )
+        if sent is not None:
+            src = esc(prefix + images.publish(sent, attached))
+            parts.append(
+                f"<p>as sent to the model ({esc(str(attached))}):</p>"
+                f"<img loading='lazy' src='{src}'>"
+            )
     return "".join(parts)
 
 
@@ -363,7 +401,7 @@ def run_page(job: PageJob) -> Path:
     prefix = "../" * len(Path(job.rel).parts)
     errors: list[str] = []
     outcome = read_object(job.run_dir / OUTCOME, OUTCOME, errors) or {}
-    images = _Images(job.out, job.reference, job.run_dir / "answer")
+    images = _Images(job.out, job.reference, job.run_dir, errors)
     reference = prefix + images.publish(images.reference) if images.reference else None
     render = job.run_dir / "render" / "render.png"
     if render.is_file():
