@@ -22,6 +22,7 @@ include: "workflow/rules/external.smk"
 include: "workflow/rules/render.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/annotate.smk"
+include: "workflow/rules/trajectory.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
 

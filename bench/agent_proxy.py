@@ -77,6 +77,7 @@ def session_bodies(folder: Path) -> list[bytes]:
     from veriharness._util.programs import find_claude
     from veriharness.agent.plan import SessionPlan
     from veriharness.agent.session import run_session
+    from veriharness.experiment.config import SnapshotLimits
     from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
     run_dir = folder / "run"
@@ -103,6 +104,7 @@ def session_bodies(folder: Path) -> list[bytes]:
         offline_profiles=True,
         workspace_root=None,
         keep_workspace=False,
+        snapshots=SnapshotLimits(),
         log_model_requests=True,
         project=ROOT,
         label="bench-proxy",

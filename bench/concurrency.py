@@ -34,6 +34,7 @@ from veriharness._util.lifetime import cpu_seconds  # noqa: E402
 from veriharness._util.programs import find_claude  # noqa: E402
 from veriharness.agent.plan import SessionPlan  # noqa: E402
 from veriharness.agent.session import run_session  # noqa: E402
+from veriharness.experiment.config import SnapshotLimits  # noqa: E402
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL  # noqa: E402
 from veriharness.offline.server import FAULTS_ENV  # noqa: E402
 from veriharness.render.guard import descendants  # noqa: E402
@@ -67,6 +68,7 @@ def _plan(base: Path, index: int) -> SessionPlan:
         offline_profiles=True,
         workspace_root=base / "workspaces",
         keep_workspace=False,
+        snapshots=SnapshotLimits(),
         log_model_requests=True,
         project=ROOT,
         label=f"bench-r{index}",

@@ -39,6 +39,7 @@ VERBS: dict[str, Verb] = {
     "render-reference": Verb("render", "re-render a task's reference.png"),
     "import-tasks": Verb("tasksets", "convert a published page collection into a task set"),
     "score": Verb("score", "audit and score one or more rendered runs"),
+    "score-trajectory": Verb("trajectory", "render and score every answer snapshot of a run"),
     "annotate": Verb("annotate", "label one run's CallMLLM calls with inferred tags"),
     "collect": Verb("collect", "collect run folders into tables"),
     "compare": Verb("collect", "compare pairs of conditions, paired by task"),

@@ -20,7 +20,7 @@ from veriharness.agent.plan import (
 from veriharness.agent.proxy import ANTHROPIC_URL
 from veriharness.agent.session import run_session
 from veriharness.agent.transcript import summarize_transcript
-from veriharness.experiment.config import SessionLimits
+from veriharness.experiment.config import SessionLimits, SnapshotLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +53,7 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         limits=SessionLimits(),
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        snapshots=SnapshotLimits(),
         keep_call_images=True,
         log_model_requests=False,
         project=tmp_path / "project",

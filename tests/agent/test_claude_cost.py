@@ -64,12 +64,16 @@ def test_the_proxy_refuses_the_request_after_the_cap_and_the_session_ends(
     assert (outcome.status, outcome.reason) == ("budget_exhausted", "budget")
     assert "spending cap reached" in (outcome.error or "")
     records = read_requests(run_dir / REQUESTS_FILE)
-    # One request answered; every later one refused: a 400 naming the cap, recorded as such
-    # even when run-agent ended the session while the refusal was being written (which a loaded
-    # machine makes likely), or one still open when the proxy closed.
+    # One request answered, and none after the cap reached the model. Whether the CLI sends a
+    # second request before run-agent ends the session at the cap is the timing's choice: a
+    # session may end first, so the guarantee is only that any later request was refused (a 400
+    # naming the cap, recorded as such even when the session ended while the refusal was being
+    # written) or got no answer at all.
     assert records[0].status == 200 and records[0].input_tokens
-    refused = [r for r in records[1:] if r.status is not None]
-    assert refused and all(r.status == 400 for r in refused)
+    later = records[1:]
+    assert all(r.status in (400, None) for r in later), [(r.status, r.error) for r in later]
+    assert all(r.input_tokens is None and r.output_tokens is None for r in later)
+    refused = [r for r in later if r.status == 400]
     assert all("spending cap reached" in (r.error or "") for r in refused)
     ledger_file = tmp_path / "results" / "exp" / "spend" / "ledger.jsonl"
     ledger = [json.loads(x) for x in ledger_file.read_text().splitlines()]

@@ -22,7 +22,7 @@ from veriharness.agent.plan import SessionPlan
 from veriharness.agent.request_record import REQUESTS_FILE, read_requests
 from veriharness.agent.session import _KILL_GRACE_SECONDS, run_session
 from veriharness.agent.transcript import SessionInit, SessionResult, TranscriptSummary
-from veriharness.experiment.config import SessionLimits
+from veriharness.experiment.config import SessionLimits, SnapshotLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 from veriharness.offline.server import FAULTS_ENV
 from veriharness.render.guard import descendants
@@ -60,6 +60,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        snapshots=SnapshotLimits(),
         keep_call_images=True,
         log_model_requests=False,
         project=tmp_path / "project",

@@ -587,3 +587,27 @@ def test_a_request_held_when_the_session_ends_is_recorded_and_never_sent(
     [record] = read_requests(record_path)
     assert record.open_at_end and record.status is None
     assert "by the provider's pace when the session ended; never sent" in (record.error or "")
+
+
+def test_each_request_has_its_arrival_number_and_model_requests_reach_the_snapshots(
+    stub: Stub, tmp_path: Path
+) -> None:
+    arrived: list[tuple[int, bytes]] = []
+
+    def on_arrival(seq: int, body: bytes) -> None:
+        arrived.append((seq, body))
+        if seq == 3:
+            raise OSError("disk full")
+
+    path = tmp_path / "agent_requests.jsonl"
+    with running_proxy(Upstream(stub.base, REAL_KEY), TOKEN, path, on_arrival=on_arrival) as url:
+        _post(url, "/v1/messages", key=None)  # 1: no token, not the session's
+        _post(url, "/v1/messages")  # 2
+        third = _post(url, "/v1/messages")  # 3: the hook fails, the request goes on
+        _post(url, "/v1/messages/count_tokens")  # 4: not a model request
+    assert [seq for seq, _ in arrived] == [2, 3]
+    assert arrived[0][1] == PAYLOAD
+    assert third.status_code == 200
+    records = sorted(_records(tmp_path), key=lambda r: r.seq or 0)
+    assert [r.seq for r in records] == [1, 2, 3, 4]
+    assert [r.arrival_error for r in records] == [None, None, "OSError: disk full", None]

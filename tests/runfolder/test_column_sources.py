@@ -10,7 +10,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
-from veriharness.collect.columns import MLLM_CALLS, RUNS_FAMILIES, TABLES
+from veriharness.collect.columns import FAMILIES, RUNS_FAMILIES, TABLES
 from veriharness.experiment.record import RunRecord
 from veriharness.runfolder.agent_requests import AgentRequest
 from veriharness.runfolder.audit import AuditRecord
@@ -24,6 +24,7 @@ from veriharness.runfolder.mllm_trace import (
 )
 from veriharness.runfolder.outcome import AgentOutcome, ExternalOutcome
 from veriharness.runfolder.render import RenderRecord
+from veriharness.runfolder.snapshots import SnapshotEntry, TrajectoryRecord
 
 _TRACE = (CallStarted, CallCompleted, CallFailed, CallRejected)
 
@@ -37,10 +38,12 @@ MODELS: dict[str, tuple[type[BaseModel], ...]] = {
     "agent_requests": (AgentRequest,),
     "inferred_tags": (AnnotationRecord,),
     "mllm_trace": _TRACE,
+    "snapshots": (SnapshotEntry,),
+    "trajectory.json": (TrajectoryRecord,),
 }
 # Sources that are no run file's model: computed by collect, another table's column, or Claude
 # Code's stream-json (not our format; `runfolder/transcript.py` reads it as objects).
-NOT_A_MODEL = {"derived", "mllm_calls", "transcript", "transcript.jsonl"}
+NOT_A_MODEL = {"derived", "mllm_calls", "call_effects", "transcript", "transcript.jsonl"}
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -83,15 +86,16 @@ def resolves(models: tuple[type[BaseModel], ...], path: str) -> bool:
 
 def _sources() -> list[str]:
     columns = [c.source for table in TABLES.values() for c in table]
-    return sorted({*columns, *(f.source for f in RUNS_FAMILIES)})
+    families = [f for group in (RUNS_FAMILIES, *FAMILIES.values()) for f in group]
+    return sorted({*columns, *(f.source for f in families)})
 
 
 @pytest.mark.parametrize("source", _sources())
 def test_every_declared_source_resolves_in_its_files_model(source: str) -> None:
     file, _, path = source.partition(":")
     if file in NOT_A_MODEL:
-        if file == "mllm_calls":  # another table's column
-            assert path in {c.name for c in MLLM_CALLS}, source
+        if file in ("mllm_calls", "call_effects"):  # another table's column
+            assert path in {c.name for c in TABLES[file]}, source
         return
     assert file in MODELS, f"{source}: no run-folder model is known for {file!r}"
     assert resolves(MODELS[file], path), f"{source}: {path!r} is no field of {MODELS[file]}"

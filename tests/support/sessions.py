@@ -10,7 +10,7 @@ from typing import Any
 
 from veriharness._util.programs import find_claude
 from veriharness.agent.plan import SessionPlan
-from veriharness.experiment.config import SessionLimits
+from veriharness.experiment.config import SessionLimits, SnapshotLimits
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +48,7 @@ def offline_plan(
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,
+        snapshots=SnapshotLimits(),
         keep_call_images=True,
         log_model_requests=True,
         project=ROOT,

@@ -17,6 +17,13 @@ from typing import Any
 
 from veriharness._util.hashing import sha256_file
 from veriharness.experiment.analysis import AUDIT_FLAGS
+from veriharness.runfolder.snapshots import (
+    SNAPSHOT_INDEX,
+    TRAJECTORY,
+    SnapshotEntry,
+    SnapshotScore,
+    TrajectoryRecord,
+)
 from veriharness.score import SCORER_VERSION
 
 __all__ = [
@@ -288,6 +295,7 @@ def _write_run(
     rng: random.Random,
     effect: float,
     images: tuple[int, int] | None,
+    snapshots: int = 0,
 ) -> None:
     run_dir = exp_dir / spec.condition / spec.task / f"r{spec.replicate}"
     fault = spec.fault
@@ -377,6 +385,8 @@ def _write_run(
                "metrics": spec.metrics, "details": {"blocks": {"detection": "dom"}},
                "versions": {}}  # fmt: skip
     _dump(run_dir / "metrics.json", metrics)
+    if snapshots:
+        _write_snapshots(run_dir, rng, spec, snapshots)
     _dump(
         run_dir / "audit.json",
         {
@@ -392,6 +402,36 @@ def _write_run(
     )
 
 
+def _write_snapshots(run_dir: Path, rng: random.Random, spec: SyntheticRun, count: int) -> None:
+    """snapshots/index.jsonl and trajectory.json: `count` versions spread over the run's tool
+    uses, the metrics rising to the run's final ones."""
+    index = SNAPSHOT_INDEX.path(run_dir)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    places = sorted(
+        rng.sample(range(1, len(spec.tool_names) + 1), min(count, len(spec.tool_names)))
+    )
+    scores = []
+    with index.open("w", encoding="utf-8") as sink:
+        for n, uses in enumerate(places, start=1):
+            digest = f"sha256:{rng.getrandbits(256):064x}"
+            entry = SnapshotEntry(
+                n=n, at="request", request_seq=uses + 1, time="2026-12-04T00:00:00.000+00:00",
+                seconds=float(uses), turn=uses, tool_uses=uses,
+                tool_uses_since=spec.tool_names[([0, *places][n - 1]) : uses], answer_sha256=digest,
+                answer_digest=digest, files={"answer.html": digest}, bytes=4000,
+            )  # fmt: skip
+            sink.write(entry.model_dump_json() + "\n")
+            share = n / len(places)
+            metrics = {k: None if v is None else round(v * (0.8 + 0.2 * share), 4)
+                       for k, v in spec.metrics.items()}  # fmt: skip
+            scores.append(
+                SnapshotScore(
+                    n=n, answer_digest=digest, status="ok", render_status="ok", metrics=metrics
+                )  # fmt: skip
+            )
+    TRAJECTORY.write(run_dir, TrajectoryRecord(scorer_version=SCORER_VERSION, snapshots=scores))
+
+
 def write_experiment(
     results: Path,
     experiment: str = "exp",
@@ -403,6 +443,7 @@ def write_experiment(
     faults: dict[tuple[str, str, int], str] | None = None,
     images: bool = False,
     image_size: tuple[int, int] = (64, 48),
+    snapshots: int = 0,
 ) -> SyntheticExperiment:
     """Write results/<experiment>/<condition>/<task>/r<k>/ for the whole matrix."""
     task_ids = [f"task-{i:03d}" for i in range(tasks)] if isinstance(tasks, int) else tasks
@@ -424,7 +465,8 @@ def write_experiment(
                 spec.reference_sha = reference_sha
                 rng = random.Random(f"{seed}/{condition}/{task}/{rep}")
                 effect = effects.get(condition, 0.0)
-                _write_run(exp_dir, experiment, spec, rng, effect, image_size if images else None)
+                size = image_size if images else None
+                _write_run(exp_dir, experiment, spec, rng, effect, size, snapshots)
                 expected.append({"condition": condition, "task": task, "replicate": rep})
                 runs[key] = spec
     return SyntheticExperiment(exp_dir, tasks_dir, expected, runs)

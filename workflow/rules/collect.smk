@@ -12,6 +12,11 @@ rule summarize_condition:
     input:
         lambda w: run_paths("metrics.json", conditions=[w.condition]),
         lambda w: run_paths("inferred_tags.json", conditions=[w.condition]),
+        lambda w: (
+            run_paths("trajectory.json", conditions=[w.condition])
+            if config["scoring"]["trajectory"]
+            else []
+        ),
     output:
         f"{EXP_DIR}/{{condition}}/summary.csv",
     log:

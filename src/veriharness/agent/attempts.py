@@ -40,6 +40,7 @@ from veriharness.runfolder.attempts import (
 )
 from veriharness.runfolder.call_images import CALL_IMAGES
 from veriharness.runfolder.outcome import read_status
+from veriharness.runfolder.snapshots import SNAPSHOTS
 from veriharness.runfolder.superseded import forget_later_stages
 from veriharness.runfolder.transcript import has_result
 
@@ -69,6 +70,7 @@ SESSION_FILES = (
     "mllm_server.log",
     CALL_IMAGES,
     "answer",
+    SNAPSHOTS,
     FINISHED,
     _PARTIAL,
 )

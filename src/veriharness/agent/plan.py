@@ -20,7 +20,12 @@ from veriharness._util.redaction import Redactor
 from veriharness.agent.charges import spend_settings
 from veriharness.agent.proxy import ANTHROPIC_URL, Upstream
 from veriharness.experiment.catalog import expand_env_refs, load_catalog
-from veriharness.experiment.config import ExperimentConfig, SessionLimits, load_task
+from veriharness.experiment.config import (
+    ExperimentConfig,
+    SessionLimits,
+    SnapshotLimits,
+    load_task,
+)
 from veriharness.experiment.interactions import workspace_files
 from veriharness.experiment.prices import TokenPrice
 from veriharness.spend.ledger import SpendSettings
@@ -73,6 +78,7 @@ class SessionPlan(BaseModel):
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
     keep_workspace: bool
+    snapshots: SnapshotLimits  # the answer snapshots' bounds (agent/snapshots.py)
     keep_call_images: bool  # the mllm server keeps each attached image in call_images/
     log_model_requests: bool
     project: Path
@@ -142,6 +148,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,
         keep_workspace=execution.keep_workspaces,
+        snapshots=execution.snapshots,
         keep_call_images=execution.keep_call_images,
         log_model_requests=execution.debug,
         project=project,

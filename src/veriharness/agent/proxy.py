@@ -67,6 +67,9 @@ __all__ = [
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 Admit = Callable[[RequestFacts], Refusal | None]
+# Told of each authorised model request (`POST .../messages`) as it arrives, with its arrival
+# number, before the admission check: the answer snapshots (agent/snapshots.py).
+OnArrival = Callable[[int, bytes], None]
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy sets itself.
 _REQUEST_DROP = {
@@ -233,8 +236,11 @@ class ModelProxy(ThreadingHTTPServer):
         admit: Admit | None = None,
         on_record: Callable[[AgentRequest], None] | None = None,
         pace: ProviderPace | None = None,
+        on_arrival: OnArrival | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.on_arrival = on_arrival
+        self._arrivals = 0
         self.pace = pace
         self.upstream = upstream
         self.token = token
@@ -269,6 +275,8 @@ class ModelProxy(ThreadingHTTPServer):
 
     def opened(self, record: dict[str, Any], began: float) -> None:
         with self._record_lock:
+            self._arrivals += 1
+            record["seq"] = self._arrivals
             self._open[id(record)] = _OpenRequest(record, began)
 
     def holding(self, record: dict[str, Any], held: bool) -> None:
@@ -392,6 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
             record["request_bytes"] = len(body)
             record["model"] = _model_of(body)
+            self._arrived(record, body)
             refusal = self._refusal(record, body)
             if refusal is not None:
                 self._refuse(refusal, record)
@@ -427,6 +436,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
+
+    def _arrived(self, record: dict[str, Any], body: bytes) -> None:
+        hook = self.server.on_arrival
+        if hook is None or not _is_messages(record) or not self.server.authorized(self.headers):
+            return
+        try:
+            hook(record["seq"], body)
+        except Exception as error:  # a snapshot's fault is recorded, never the request's end
+            record["arrival_error"] = f"{type(error).__name__}: {error}"
 
     def _refusal(self, record: dict[str, Any], body: bytes) -> Refusal | None:
         if not self.server.authorized(self.headers):
@@ -625,7 +643,7 @@ def _mark_unpriced(record: dict[str, Any], body: bytes) -> None:
     `max_tokens`, which the caps then count as its output (`agent/charges.py`). Only a complete
     2xx answer to a messages request can be priced; anything else used nothing or says why."""
     status = record.get("status") or 0
-    if record.get("method") != "POST" or not str(record.get("path", "")).endswith("/messages"):
+    if not _is_messages(record):
         return
     if not 200 <= status < 300 or record.get("error"):
         return
@@ -642,9 +660,14 @@ def _mark_unpriced(record: dict[str, Any], body: bytes) -> None:
         record["max_tokens"] = limit
 
 
+def _is_messages(record: dict[str, Any]) -> bool:
+    """A model request (`POST .../messages`), not count_tokens or Claude Code's other calls."""
+    return record.get("method") == "POST" and str(record.get("path", "")).endswith("/messages")
+
+
 def _paced(record: dict[str, Any]) -> bool:
     """Only model requests count against a provider's pace (not Claude Code's other calls)."""
-    return record.get("method") == "POST" and str(record.get("path", "")).endswith("/messages")
+    return _is_messages(record)
 
 
 def _tokens(record: dict[str, Any]) -> int | None:
@@ -684,9 +707,10 @@ def running_proxy(
     admit: Admit | None = None,
     on_record: Callable[[AgentRequest], None] | None = None,
     pace: ProviderPace | None = None,
+    on_arrival: OnArrival | None = None,
 ) -> Iterator[str]:
     """Serve the proxy on 127.0.0.1 at a free port in a background thread; yield its URL."""
-    proxy = ModelProxy(upstream, token, record_path, admit, on_record, pace)
+    proxy = ModelProxy(upstream, token, record_path, admit, on_record, pace, on_arrival)
     thread = threading.Thread(target=proxy.serve_forever, name="veriharness-proxy", daemon=True)
     thread.start()
     try:

@@ -58,13 +58,14 @@ from veriharness.agent.plan import (
     session_secrets,
     upstream_for,
 )
-from veriharness.agent.proxy import Admit, running_proxy
+from veriharness.agent.proxy import Admit, OnArrival, running_proxy
 from veriharness.agent.request_record import (
     REQUESTS_FILE,
     AgentRequest,
     longest_unanswered_s,
     read_requests,
 )
+from veriharness.agent.snapshots import AnswerSnapshots
 from veriharness.agent.transcript import TranscriptSummary, summarize_transcript
 from veriharness.agent.workspace import (
     copy_answer,
@@ -320,6 +321,9 @@ def _run_attempt(
     )
     folder = _SessionFolder.create(disk)
     redact = Redactor(folder.tokens)
+    snapshots = AnswerSnapshots(
+        workspace, plan.run_dir, plan.snapshots.max_count, plan.snapshots.max_mib
+    )
     facts = SessionFacts(
         offline=plan.offline,
         model=plan.model,
@@ -343,9 +347,20 @@ def _run_attempt(
             admit_all = budget_admit(gate, admit)
             record_all = each_record(charges.charge, on_record)
             end = _run_claude(
-                plan, workspace, folder, facts, limits, pace, redact, admit_all, record_all
+                plan,
+                workspace,
+                folder,
+                facts,
+                limits,
+                pace,
+                redact,
+                _Hooks(admit_all, record_all, snapshots.at_request),
             )
             outcome = _ended_outcome(plan, workspace, facts, end, charges, redact, clock)
+            try:
+                snapshots.at_end(plan.run_dir / "answer")
+            except OSError as error:  # the outcome stands; the index lacks the final capture
+                print(f"answer snapshot at the session's end not kept: {error}", file=sys.stderr)
         except Exception as error:  # recorded as a failed run; the pipeline goes on
             outcome = _failed_outcome(plan, facts, error, redact, clock)
         # Written before the clean-up, which a loaded machine can make fail: the session is paid.
@@ -360,6 +375,15 @@ def _run_attempt(
     return outcome
 
 
+class _Hooks(NamedTuple):
+    """What the proxy calls for each request: the admission check, the record's callback and
+    the answer snapshots."""
+
+    admit: Admit
+    on_record: Callable[[AgentRequest], None]
+    on_arrival: OnArrival
+
+
 def _run_claude(
     plan: SessionPlan,
     workspace: Path,
@@ -368,8 +392,7 @@ def _run_claude(
     limits: SessionLimitsInForce,
     pace: ProviderPace | None,
     redact: Redactor,
-    admit: Admit,
-    on_record: Callable[[AgentRequest], None],
+    hooks: _Hooks,
 ) -> _ProcessEnd:
     """Start the offline model (if used), the proxy and the `mllm` server, run claude (in the
     sandbox, unless `isolation: none`; behind the bridge, under `network: none`; in the
@@ -382,7 +405,15 @@ def _run_claude(
         upstream = upstream_for(plan, offline_url)
         requests = plan.run_dir / REQUESTS_FILE
         proxy_url = stack.enter_context(
-            running_proxy(upstream, session_token, requests, admit, on_record, pace)
+            running_proxy(
+                upstream,
+                session_token,
+                requests,
+                hooks.admit,
+                hooks.on_record,
+                pace,
+                hooks.on_arrival,
+            )
         )
         port_file = folder.path / "mllm.port"
         mllm_url = stack.enter_context(

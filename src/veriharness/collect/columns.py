@@ -54,6 +54,18 @@ __all__ = [
     "CAPABILITY_COMBINATIONS",
     "INFERRED_TAGS",
     "TAG_AGREEMENT",
+    "SnapshotFields",
+    "TrajectoryRow",
+    "CallEffectFields",
+    "CallEffectRow",
+    "CallEffectCombinationRow",
+    "TRAJECTORY",
+    "CALL_EFFECTS",
+    "CALL_EFFECTS_BY_COMBINATION",
+    "TRAJECTORY_FAMILIES",
+    "CALL_EFFECT_FAMILIES",
+    "COMBINATION_FAMILIES",
+    "FAMILIES",
     "TABLES",
     "RUN_STATUSES",
     "schema_markdown",
@@ -429,6 +441,25 @@ class RunFields(TypedDict, total=False):
         Col(
             "metrics.json:viewports_stated",
             "extra viewports the task states (the viewport metrics apply above 0)",
+        ),
+    ]
+    answer_snapshots: Annotated[
+        int | None,
+        Col("derived:answer_snapshots", "versions of the answer the session left (trajectory)"),
+    ]
+    answer_revisions: Annotated[
+        int | None,
+        Col("derived:answer_revisions", "changes of the answer after its first version"),
+    ]
+    snapshots_skipped: Annotated[
+        int | None,
+        Col("derived:snapshots_skipped", "captures not kept (a limit; snapshots/index.jsonl)"),
+    ]
+    calls_followed_by_change: Annotated[
+        float | None,
+        Col(
+            "derived:calls_followed_by_change",
+            "share of the CallMLLM calls made while an answer existed after which it changed",
         ),
     ]
     run_record: Annotated[str, Col("derived:run_record", "path of run.json, relative to results/")]
@@ -849,6 +880,111 @@ class CapabilityCombinationRow(TypedDict, total=False):
     share_of_calls: Annotated[float, Col("derived:share", "calls / all calls of the condition")]
 
 
+class SnapshotFields(TypedDict, total=False):
+    """One answer snapshot of snapshots/index.jsonl, with its score from trajectory.json."""
+
+    snapshot: Annotated[int, Col("snapshots:n", "1, 2, ...: the answer's versions in order")]
+    at: Annotated[
+        str,
+        Col("snapshots:at", "request (taken as a model request arrived) or session_end"),
+    ]
+    request_seq: Annotated[
+        int | None,
+        Col("snapshots:request_seq", "arrival number of the model request it was taken at"),
+    ]
+    turn: Annotated[
+        int | None, Col("snapshots:turn", "assistant messages in the conversation by then")
+    ]
+    tool_uses: Annotated[
+        int | None, Col("snapshots:tool_uses", "tool uses in the conversation by then")
+    ]
+    tool_uses_since: Annotated[
+        list[str] | None,
+        Col("snapshots:tool_uses_since", "the tools used since the previous snapshot, in order"),
+    ]
+    seconds: Annotated[float, Col("snapshots:seconds", "seconds since the session's start")]
+    time: Annotated[str, Col("snapshots:time", "when it was taken (UTC, ISO 8601)")]
+    answer_sha256: Annotated[
+        str | None, Col("snapshots:answer_sha256", "answer.html's digest (null: none there)")
+    ]
+    answer_digest: Annotated[
+        str | None, Col("snapshots:answer_digest", "digest of every file of the answer")
+    ]
+    bytes: Annotated[int, Col("snapshots:bytes", "size of the answer's files")]
+    final: Annotated[bool, Col("derived:final", "the last snapshot: the run's answer")]
+    score_status: Annotated[
+        str | None,
+        Col(
+            "trajectory.json:snapshots.status",
+            "ok, no_render, score_failed, no_answer, tampered (a kept file lost its digest); "
+            "null: not scored (scoring.trajectory off)",
+        ),
+    ]
+    scored_as: Annotated[
+        int | None,
+        Col("trajectory.json:snapshots.scored_as", "an earlier snapshot with the same files"),
+    ]
+
+
+class TrajectoryRow(RunKeys, SnapshotFields):
+    """`trajectory`: one row per answer snapshot (its metric columns: `TRAJECTORY_FAMILIES`)."""
+
+
+class CallEffectFields(TypedDict, total=False):
+    """One CallMLLM call and what the answer did after it."""
+
+    call_id: Annotated[str, Col("mllm_calls:call_id", "the call (mllm_calls)")]
+    tool_use_id: Annotated[str | None, Col("mllm_calls:tool_use_id", "its tool use")]
+    outcome: Annotated[str, Col("mllm_calls:outcome", "completed, failed or rejected")]
+    combination: Annotated[
+        str | None, Col("mllm_calls:combination", "its declared capability tags")
+    ]
+    tool_use_seq: Annotated[
+        int | None,
+        Col("derived:tool_use_seq", "0-based place of its tool use among the run's tool uses"),
+    ]
+    snapshot_at_call: Annotated[
+        int | None,
+        Col("derived:snapshot_at_call", "the latest snapshot before the call (null: no answer)"),
+    ]
+    next_snapshot: Annotated[
+        int | None,
+        Col("derived:next_snapshot", "the first snapshot after the call (null: none)"),
+    ]
+    tool_uses_between: Annotated[
+        int | None,
+        Col("derived:tool_uses_between", "tool uses after the call, before the next snapshot"),
+    ]
+    seconds_between: Annotated[
+        float | None,
+        Col("derived:seconds_between", "seconds from the call's start to the next snapshot"),
+    ]
+    changed_before_end: Annotated[
+        bool | None,
+        Col("derived:changed_before_end", "the answer changed after the call (null: unknown)"),
+    ]
+    next_tool: Annotated[
+        str | None, Col("derived:next_tool", "the next tool the agent used after the call")
+    ]
+
+
+class CallEffectRow(RunKeys, CallEffectFields):
+    """`call_effects`: one row per mllm_calls row (its metric columns: `CALL_EFFECT_FAMILIES`)."""
+
+
+class CallEffectCombinationRow(TypedDict, total=False):
+    """`call_effects_by_combination`: the calls of one condition with one tag combination."""
+
+    condition: Annotated[str, Col("call_effects:condition", "condition id")]
+    combination: Annotated[str, Col("call_effects:combination", "combination key")]
+    calls: Annotated[int, Col("derived:count", "calls with this combination")]
+    runs: Annotated[int, Col("derived:count", "runs with at least one")]
+    share_followed_by_change: Annotated[
+        float | None,
+        Col("derived:share", "calls after which the answer changed / calls with an answer"),
+    ]
+
+
 _DTYPES: dict[object, str] = {
     str: "string",
     int: "Int64",
@@ -892,6 +1028,9 @@ INTERACTIONS = columns_of(InteractionRow)
 INFERRED_TAGS = columns_of(InferredTagRow)
 TAG_AGREEMENT = columns_of(TagAgreementRow)
 CAPABILITY_COMBINATIONS = columns_of(CapabilityCombinationRow)
+TRAJECTORY = columns_of(TrajectoryRow)
+CALL_EFFECTS = columns_of(CallEffectRow)
+CALL_EFFECTS_BY_COMBINATION = columns_of(CallEffectCombinationRow)
 
 RUNS_FAMILIES: tuple[ColumnFamily, ...] = (
     ColumnFamily(
@@ -899,7 +1038,50 @@ RUNS_FAMILIES: tuple[ColumnFamily, ...] = (
     ),
     ColumnFamily("metric_", "Float64", "metrics.json:metrics", "each fidelity metric score names"),
     ColumnFamily("audit_", "boolean", "audit.json:flags", "each artifact-rule flag audit names"),
+    ColumnFamily(
+        "gain_",
+        "Float64",
+        "derived:gain",
+        "each static metric of the last snapshot minus the first's (trajectory)",
+    ),
+    ColumnFamily(
+        "call_change_",
+        "Float64",
+        "derived:call_change",
+        "mean change_<metric> of the run's call_effects rows (null: no call with an answer)",
+    ),
 )
+
+# Each static metric of a snapshot, and its change from the previous snapshot.
+TRAJECTORY_FAMILIES: tuple[ColumnFamily, ...] = (
+    ColumnFamily(
+        "metric_", "Float64", "trajectory.json:snapshots.metrics", "each static metric score names"
+    ),
+    ColumnFamily(
+        "change_", "Float64", "derived:change", "that metric minus the previous snapshot's"
+    ),
+)
+CALL_EFFECT_FAMILIES: tuple[ColumnFamily, ...] = (
+    ColumnFamily("at_call_", "Float64", "derived:at_call", "each metric of the answer at the call"),
+    ColumnFamily(
+        "change_",
+        "Float64",
+        "derived:change",
+        "that metric at the next snapshot minus at the call (0: the answer did not change "
+        "again; null: no answer at the call)",
+    ),
+)
+COMBINATION_FAMILIES: tuple[ColumnFamily, ...] = (
+    ColumnFamily(
+        "mean_change_", "Float64", "derived:mean", "mean change_<metric> of the calls with one"
+    ),
+)
+# A table's column families, named by the data (one column per metric seen).
+FAMILIES: dict[str, tuple[ColumnFamily, ...]] = {
+    "trajectory": TRAJECTORY_FAMILIES,
+    "call_effects": CALL_EFFECT_FAMILIES,
+    "call_effects_by_combination": COMBINATION_FAMILIES,
+}
 
 # The runs columns summed from AGENT_REQUESTS: runs column -> agent_requests column.
 AGENT_REQUEST_SUMS = {
@@ -921,6 +1103,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "capability_combinations": CAPABILITY_COMBINATIONS,
     "inferred_tags": INFERRED_TAGS,
     "tag_agreement": TAG_AGREEMENT,
+    "trajectory": TRAJECTORY,
+    "call_effects": CALL_EFFECTS,
+    "call_effects_by_combination": CALL_EFFECTS_BY_COMBINATION,
 }
 
 
@@ -933,8 +1118,8 @@ def schema_markdown() -> str:
         )
         for col in columns:
             parts.append(f"| `{col.name}` | {col.dtype} | `{col.source}` | {col.doc} |")
-        if table == "runs":
-            for fam in RUNS_FAMILIES:
-                parts.append(f"| `{fam.prefix}<name>` | {fam.dtype} | `{fam.source}` | {fam.doc} |")
+        families = RUNS_FAMILIES if table == "runs" else FAMILIES.get(table, ())
+        for fam in families:
+            parts.append(f"| `{fam.prefix}<name>` | {fam.dtype} | `{fam.source}` | {fam.doc} |")
         parts.append("")
     return "\n".join(parts)

@@ -47,6 +47,7 @@ from veriharness.experiment.analysis import (
     AUDIT_FLAGS,
     FIDELITY_MEASURES,
     PROCESS_MEASURES,
+    PROCESS_PER_PRIMARY,
     AnalysisSettings,
     design_limits,
 )
@@ -235,6 +236,11 @@ def _family_measures(settings: AnalysisSettings, runs: pd.DataFrame) -> list[tup
     out += [("secondary", m, FIDELITY_MEASURES[m].better) for m in secondary]
     out += [("audit", f"audit_{f}", "lower") for f in AUDIT_FLAGS if f"audit_{f}" in runs]
     out += [("process", m, better) for m, better in PROCESS_MEASURES.items() if m in runs]
+    for primary in settings.primary:
+        for prefix in PROCESS_PER_PRIMARY:
+            name = prefix + primary.removeprefix("metric_")
+            if name in runs:
+                out.append(("process", name, FIDELITY_MEASURES[primary].better))
     return out
 
 

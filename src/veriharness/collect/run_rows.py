@@ -37,6 +37,7 @@ from veriharness.collect.columns import (
     RunKeys,
     RunRow,
 )
+from veriharness.collect.trajectory_rows import trajectory_of_run
 from veriharness.collect.typed import typed_value
 from veriharness.runfolder._files import read_object, read_object_lines, salvage
 from veriharness.runfolder.agent_requests import AGENT_REQUESTS as REQUESTS_FILE
@@ -75,6 +76,10 @@ class RunExtract:
     interactions: list[InteractionRow] = field(default_factory=list)
     # The runs row's family columns, named by the data (`columns.RUNS_FAMILIES`).
     families: dict[str, FamilyValue] = field(default_factory=dict)
+    # The answer's snapshots and what each CallMLLM call was followed by (`trajectory_rows`);
+    # rows with their metric families, keyed like the per-run tables.
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    call_effects: list[dict[str, Any]] = field(default_factory=list)
 
 
 # The names in a run folder, listed once: most runs have no inferred tags, agent requests or
@@ -376,6 +381,10 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
     if requests is not None:
         _set_columns(row, _request_sums(requests))
     interactions = _interaction_rows(metrics.get("interactions"), errors)
+    trajectory = None if external else trajectory_of_run(run_dir, calls, tools, errors)
+    if trajectory is not None:
+        _set_columns(row, trajectory.run_columns)
+        families.update(trajectory.families)
     row["read_errors"] = "; ".join(errors)
     return RunExtract(
         row,
@@ -385,6 +394,8 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         [{**keys, **i} for i in inferred],
         [{**keys, **i} for i in interactions],
         families,
+        [{**keys, **t} for t in trajectory.snapshots] if trajectory else [],
+        [{**keys, **e} for e in trajectory.call_effects] if trajectory else [],
     )
 
 

@@ -28,6 +28,8 @@ from veriharness.collect.agreement import agreement_rows, with_declared
 from veriharness.collect.columns import (
     AGENT_REQUESTS,
     AGENT_TOOL_CALLS,
+    CALL_EFFECTS,
+    CALL_EFFECTS_BY_COMBINATION,
     CAPABILITY_COMBINATIONS,
     CAPABILITY_TAGS,
     INFERRED_TAGS,
@@ -35,6 +37,7 @@ from veriharness.collect.columns import (
     MLLM_CALLS,
     RUNS,
     TAG_AGREEMENT,
+    TRAJECTORY,
     Column,
 )
 from veriharness.collect.matrix import Extraction
@@ -51,6 +54,9 @@ __all__ = [
     "capability_combinations_df",
     "inferred_tags_df",
     "tag_agreement_df",
+    "trajectory_df",
+    "call_effects_df",
+    "call_effects_by_combination_df",
     "collect_tables",
     "write_summary",
     "write_table",
@@ -70,6 +76,9 @@ class Tables(NamedTuple):
     missing: list[RunKey]
     agent_requests: pd.DataFrame
     interactions: pd.DataFrame
+    trajectory: pd.DataFrame
+    call_effects: pd.DataFrame
+    call_effects_by_combination: pd.DataFrame
 
 
 # --- building the tables -------------------------------------------------------------------------
@@ -102,7 +111,7 @@ def runs_df(extraction: Extraction) -> pd.DataFrame:
             df[name] = (
                 df[name].astype("Int64").where(df["agent_tool_calls"].isna(), df[name].fillna(0))
             )
-        elif name.startswith("metric_"):
+        elif name.startswith(("metric_", "gain_", "call_change_")):
             df[name] = df[name].astype("Float64")
         elif name.startswith("audit_"):
             df[name] = df[name].astype("boolean")
@@ -123,6 +132,49 @@ def mllm_calls_df(extraction: Extraction) -> pd.DataFrame:
 
 def agent_requests_df(extraction: Extraction) -> pd.DataFrame:
     return _frame([r for ex in extraction.extracts for r in ex.agent_requests], AGENT_REQUESTS)
+
+
+def _with_families(
+    rows: Sequence[Mapping[str, object]], columns: tuple[Column, ...]
+) -> pd.DataFrame:
+    """A table whose rows also hold metric families (every extra column is a float)."""
+    declared = {c.name for c in columns}
+    extra = sorted({k for r in rows for k in r} - declared)
+    df = _frame(rows, columns, extra)
+    for name in extra:
+        df[name] = df[name].astype("Float64")
+    return df
+
+
+def trajectory_df(extraction: Extraction) -> pd.DataFrame:
+    return _with_families([t for ex in extraction.extracts for t in ex.trajectory], TRAJECTORY)
+
+
+def call_effects_df(extraction: Extraction) -> pd.DataFrame:
+    effects = [e for ex in extraction.extracts for e in ex.call_effects]
+    return _with_families(effects, CALL_EFFECTS)
+
+
+def call_effects_by_combination_df(effects: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and declared combination: the calls, their runs, the share followed by a
+    change (of those made while an answer existed) and each metric's mean change."""
+    tagged = effects.dropna(subset=["combination"])
+    if tagged.empty:
+        return _with_families([], CALL_EFFECTS_BY_COMBINATION)
+    changes = [c for c in tagged.columns if c.startswith("change_")]
+    run_id = tagged["task"].astype(str) + "/r" + tagged["replicate"].astype(str)
+    with_answer = tagged["snapshot_at_call"].notna()
+    followed = tagged["changed_before_end"].astype("boolean").where(with_answer)
+    frame = tagged.assign(run_id=run_id, followed=followed.astype("Float64"))
+    grouped = frame.groupby(["condition", "combination"], observed=True)
+    df = grouped.agg(
+        calls=("call_id", "size"),
+        runs=("run_id", "nunique"),
+        share_followed_by_change=("followed", "mean"),
+        **{f"mean_{c}": (c, "mean") for c in changes},
+    ).reset_index()
+    df = df.sort_values(["condition", "calls", "combination"], ascending=[True, False, True])
+    return _with_families(df.to_dict("records"), CALL_EFFECTS_BY_COMBINATION)
 
 
 def inferred_tags_df(extraction: Extraction, mllm_calls: pd.DataFrame) -> pd.DataFrame:
@@ -181,6 +233,7 @@ def capability_combinations_df(mllm_calls: pd.DataFrame) -> pd.DataFrame:
 def collect_tables(extraction: Extraction) -> Tables:
     calls = mllm_calls_df(extraction)
     inferred = inferred_tags_df(extraction, calls)
+    effects = call_effects_df(extraction)
     return Tables(
         runs_df(extraction),
         agent_tool_calls_df(extraction),
@@ -192,6 +245,9 @@ def collect_tables(extraction: Extraction) -> Tables:
         extraction.missing,
         agent_requests_df(extraction),
         interactions_df(extraction),
+        trajectory_df(extraction),
+        effects,
+        call_effects_by_combination_df(effects),
     )
 
 
@@ -262,6 +318,7 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
         calls = mllm_calls_df(extraction)
         inferred = inferred_tags_df(extraction, calls)
         runs = runs_df(extraction)
+        effects = call_effects_df(extraction)
         for name, table in (
             ("runs", runs),
             ("interactions", interactions_df(extraction)),
@@ -271,6 +328,9 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
             ("capability_combinations", capability_combinations_df(calls)),
             ("inferred_tags", inferred),
             ("tag_agreement", tag_agreement_df(inferred)),
+            ("trajectory", trajectory_df(extraction)),
+            ("call_effects", effects),
+            ("call_effects_by_combination", call_effects_by_combination_df(effects)),
         ):
             write_table(table, out / name)
     missing = pd.DataFrame(

@@ -30,6 +30,7 @@ __all__ = [
     "FIDELITY_MEASURES",
     "Measure",
     "PROCESS_MEASURES",
+    "PROCESS_PER_PRIMARY",
     "RULE_FLAGS",
     "AUDIT_FLAGS",
     "design_limits",
@@ -81,7 +82,14 @@ PROCESS_MEASURES: dict[str, Literal["higher", "lower", "unknown"]] = {
     "input_tokens": "unknown",
     "output_tokens": "unknown",
     "wall_seconds": "unknown",
+    # The answer over the session (the trajectory table): how often it changed, and after how
+    # many of the CallMLLM calls made while there was one.
+    "answer_revisions": "unknown",
+    "calls_followed_by_change": "unknown",
 }
+# Per declared primary outcome metric_<name>: the fidelity gained from the answer's first
+# version to its last (gain_<name>) and the mean change after a call (call_change_<name>).
+PROCESS_PER_PRIMARY = ("gain_", "call_change_")
 # The audit's flags (score's FLAGS are these), and those that break a rule of the task.
 AUDIT_FLAGS = (
     "remote_dependencies",

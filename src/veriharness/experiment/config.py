@@ -136,6 +136,18 @@ class SessionLimits(_Strict):
     model run without it and say so; a real model's session is refused unless this is true."""
 
 
+class SnapshotLimits(_Strict):
+    """The answer snapshots run-agent keeps of a session (docs/decisions.md, P-56): how many,
+    and how large each may be. A capture past a limit is not kept, and the snapshot index says
+    so with the limit's name."""
+
+    max_count: int = Field(default=50, ge=0)
+    """Snapshots taken at the agent's model requests; the one at the session's end is always
+    attempted, so the last snapshot is the run's answer."""
+    max_mib: float = Field(default=20.0, gt=0)
+    """Size of one snapshot's files (answer.html and assets/) in MiB."""
+
+
 class AgentSettings(_Strict):
     """The orchestrating claude -p agent. Every key except api_key_env is hashed."""
 
@@ -290,6 +302,10 @@ class ScoringSettings(_Strict):
     the rendered page's DOM (docs/metrics.md). "design2code": detected from recoloured
     screenshots as Design2Code's published code does, for figures comparable with papers that
     report its metrics; each page is then captured three more times."""
+    trajectory: bool = True
+    """Render and score every answer snapshot of a session (its static metrics), for the
+    trajectory and call_effects tables. Turned on later, it scores the snapshots the sessions
+    kept and reruns none of them."""
 
 
 class ExecutionSettings(_Strict):
@@ -309,6 +325,9 @@ class ExecutionSettings(_Strict):
     """Folder for agent workspaces; null is the system temp dir. Never inside a git repository."""
     keep_workspaces: bool = False
     """Keep each agent workspace after its run."""
+    snapshots: SnapshotLimits = SnapshotLimits()
+    """The answer over the session, captured outside the sandbox at each model request when it
+    changed (snapshots/ of the run folder)."""
     keep_call_images: bool = True
     """Keep the exact bytes each CallMLLM call sent the model for an image input (the file, or
     the PNG of its region) in the run folder's call_images/, one file per digest, so the report
@@ -400,8 +419,8 @@ class ExperimentConfig(_Strict):
     """Who labels every CallMLLM call with inferred capability tags (kept apart from the declared
     ones). Analysis only; not hashed: a change reruns annotation, never a session."""
     scoring: ScoringSettings = ScoringSettings()
-    """How answers are scored: where the block metrics' text blocks come from. Analysis only; not
-    hashed (P-43)."""
+    """How answers are scored: where the block metrics' text blocks come from, and whether each
+    answer snapshot of a session is scored too. Analysis only; not hashed (P-43)."""
     check_models: bool = True
     """Look model names up with their provider at experiment start (false for dry runs). Not
     hashed."""

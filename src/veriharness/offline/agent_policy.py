@@ -24,7 +24,10 @@ it does the task as usual, so the run ends `ok` if the sandbox held.
 Tests script other adversaries the same way: each `<veriharness-offline-agent-runs-first>`
 element of the system prompt holds one shell command (a network probe, a memory hog, a fork
 loop, a disk filler) that the agent runs through Bash, in order, before the task; their results,
-failed or not, do not change what it does next (`RUNS_FIRST`).
+failed or not, do not change what it does next (`RUNS_FIRST`). A
+`<veriharness-offline-agent-calls-first>` element holds a CallMLLM request made in the same
+order (`CALLS_FIRST`), and `ONLY_FIRST` ends the turn once those steps ran, so a test can script
+a whole session (an answer revised between calls, for instance).
 
 A failed tool call ends the turn and says so: the policy never retries behind the agent's back.
 A missing prerequisite (tool not offered, no reference path, no working directory, a reply it
@@ -59,6 +62,9 @@ __all__ = [
     "SNOOP_COMMAND",
     "RUNS_FIRST",
     "runs_first",
+    "CALLS_FIRST",
+    "ONLY_FIRST",
+    "calls_first",
     "LAYOUT_SCHEMA",
     "REVIEW_SCHEMA",
     "ToolStep",
@@ -170,7 +176,9 @@ SNOOP_COMMAND = (
 )
 
 RUNS_FIRST = "veriharness-offline-agent-runs-first"
-_RUNS_FIRST = re.compile(f"<{RUNS_FIRST}>(.*?)</{RUNS_FIRST}>", re.DOTALL)
+CALLS_FIRST = "veriharness-offline-agent-calls-first"
+ONLY_FIRST = "<veriharness-offline-agent-only-first/>"
+_FIRST = re.compile(f"<({RUNS_FIRST}|{CALLS_FIRST})>(.*?)</\\1>", re.DOTALL)
 _BASH_TIMEOUT_MS = 600_000
 
 
@@ -179,10 +187,41 @@ def runs_first(command: str) -> str:
     return f"<{RUNS_FIRST}>{command}</{RUNS_FIRST}>"
 
 
-def _commands_first(system: str) -> list[str]:
-    """The shell commands the agent runs before its task, in order."""
-    snoop = [SNOOP_COMMAND] if SNOOP_MARKER in system else []
-    return snoop + [html.unescape(c.strip()) for c in _RUNS_FIRST.findall(system)]
+def calls_first(request: dict[str, Any]) -> str:
+    """The element that makes it call CallMLLM with `request` before its task (in order with
+    the `runs_first` commands)."""
+    return f"<{CALLS_FIRST}>{html.escape(json.dumps(request))}</{CALLS_FIRST}>"
+
+
+class _FirstStep(NamedTuple):
+    tool: str
+    input: dict[str, Any]
+
+
+def _steps_first(system: str) -> list[_FirstStep]:
+    """The tool calls the agent makes before its task, in order."""
+    steps = [_FirstStep("Bash", _bash(SNOOP_COMMAND))] if SNOOP_MARKER in system else []
+    for kind, text in _FIRST.findall(system):
+        value = html.unescape(text.strip())
+        if kind == RUNS_FIRST:
+            steps.append(_FirstStep("Bash", _bash(value)))
+        else:
+            steps.append(_FirstStep(MLLM_TOOL, json.loads(value)))
+    return steps
+
+
+def _made(step: ToolStep, planned: _FirstStep) -> bool:
+    """Whether a tool call of the conversation is the planned one (a command by its text)."""
+    if step.name != planned.tool:
+        return False
+    if planned.tool == "Bash":
+        return bool(step.input.get("command") == planned.input["command"])
+    return step.input == planned.input
+
+
+def _bash(command: str) -> dict[str, Any]:
+    return {"command": command, "description": "Look around the machine",
+            "timeout": _BASH_TIMEOUT_MS}  # fmt: skip
 
 
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
@@ -380,14 +419,15 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
     if workdir is None:
         return _end(body, "I cannot do this task: the request names no working directory.")
     steps = tool_steps(messages)
-    first = _commands_first(system)
+    first = _steps_first(system)
     ran = 0
-    while ran < len(first) and ran < len(steps) and steps[ran].input.get("command") == first[ran]:
+    while ran < len(first) and ran < len(steps) and _made(steps[ran], first[ran]):
         ran += 1
     if ran < len(first) and ran == len(steps):
-        command = {"command": first[ran], "description": "Look around the machine",
-                   "timeout": _BASH_TIMEOUT_MS}  # fmt: skip
-        return _tool(body, "First I look around the machine.", "Bash", command)
+        step = first[ran]
+        return _tool(body, "First I look around the machine.", step.tool, step.input)
+    if ONLY_FIRST in system and ran == len(first):
+        return _end(body, f"Done: the {len(first)} steps I was given ran.")
     steps = steps[ran:]  # the task proceeds as if those commands had not run
     verify = _VERIFICATION in system
     if not steps:

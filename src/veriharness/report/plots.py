@@ -21,6 +21,7 @@ __all__ = [
     "plot_cost_vs_fidelity",
     "plot_capability_tags",
     "plot_comparison",
+    "plot_trajectory",
 ]
 
 
@@ -178,4 +179,69 @@ def plot_comparison(table: pd.DataFrame, baseline: str, treatment: str, path: Pa
         "no difference. Intention to treat: every run counts, an unscored or rule-flagged answer "
         "at the measure's floor. p(Holm) is the sign-flip permutation p-value adjusted within the "
         "measure's family (primary, secondary); process measures are not tested.",
+    )
+
+
+def _quartiles(table: pd.DataFrame, by: str, metric: str) -> pd.DataFrame:
+    grouped = table.groupby(by)[metric]
+    return pd.DataFrame(
+        {
+            "q1": grouped.quantile(0.25),
+            "median": grouped.median(),
+            "q3": grouped.quantile(0.75),
+            "runs": grouped.size(),
+        }  # fmt: skip
+    )
+
+
+def _over_time(runs: pd.DataFrame, metric: str, grid: np.ndarray) -> np.ndarray:
+    """Each run's metric as a step function of the session's seconds (a version holds until the
+    next one), sampled on `grid`: one row per run, NaN before its first version."""
+    out = np.full((runs["run"].nunique(), len(grid)), np.nan)
+    for row, (_, run) in enumerate(runs.sort_values("seconds").groupby("run", sort=False)):
+        times, values = run["seconds"].to_numpy(float), run[metric].to_numpy(float)
+        at = np.searchsorted(times, grid, side="right") - 1
+        out[row] = np.where(at >= 0, values[np.clip(at, 0, None)], np.nan)
+    return out
+
+
+def plot_trajectory(trajectory: pd.DataFrame, metric: str, path: Path) -> Path | None:
+    """The answer's fidelity over the session per condition: by version (median and
+    interquartile range of the runs that reached it) and by time (each run's value held until its
+    next version; median and interquartile range). None when no snapshot was scored."""
+    column = f"metric_{metric.removeprefix('metric_')}"
+    if column not in trajectory or trajectory[column].dropna().empty:
+        return None
+    scored = trajectory.dropna(subset=[column]).assign(
+        run=lambda t: t["condition"].astype(str) + "/" + t["task"].astype(str) + "/"
+        + t["replicate"].astype(str),
+        version=lambda t: t["snapshot"].astype(int),
+    )  # fmt: skip
+    fig = _figure(10.0, 3.6)
+    by_version, by_time = fig.subplots(1, 2)
+    grid = np.linspace(0.0, float(scored["seconds"].max()) or 1.0, 60)
+    for i, (condition, group) in enumerate(scored.groupby("condition", sort=True)):
+        colour = f"C{i}"
+        q = _quartiles(group, "version", column)
+        by_version.plot(q.index, q["median"], "o-", color=colour, label=f"{condition}")
+        by_version.fill_between(q.index, q["q1"], q["q3"], color=colour, alpha=0.2)
+        values = _over_time(group, column, grid)
+        reached = np.isfinite(values).any(axis=0)
+        with np.errstate(all="ignore"):
+            low, mid, high = (np.nanpercentile(values[:, reached], p, axis=0) for p in (25, 50, 75))
+        by_time.plot(grid[reached], mid, color=colour, label=f"{condition}")
+        by_time.fill_between(grid[reached], low, high, color=colour, alpha=0.2)
+    by_version.set_xlabel("version of the answer (1 = first written)")
+    by_version.set_ylabel(column.removeprefix("metric_"))
+    by_version.xaxis.get_major_locator().set_params(integer=True)
+    by_time.set_xlabel("seconds since the session started")
+    by_version.legend(fontsize=8)
+    return _save(
+        fig,
+        path,
+        f"The answer's {column.removeprefix('metric_')} over the session, per condition "
+        "(trajectory table: every version the session left, scored alone). Left: by version, "
+        "the median of the runs that reached it, the band their interquartile range. Right: by "
+        "time, each run's value held from one version to the next; the median and interquartile "
+        "range of the runs that had written an answer by then.",
     )

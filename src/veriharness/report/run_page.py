@@ -40,8 +40,12 @@ from veriharness.collect.call_links import (
     callmllm_uses,
     group_trace,
     link_calls,
+    linked_call_rows,
     message_blocks,
+    transcript_tool_uses,
 )
+from veriharness.collect.trajectory_rows import trajectory_of_run
+from veriharness.experiment.analysis import DEFAULT_PRIMARY
 from veriharness.runfolder._files import read_object
 from veriharness.runfolder.call_images import kept_image
 from veriharness.runfolder.mllm_trace import read_trace_objects
@@ -71,6 +75,10 @@ CSS = (
     ".shot img{display:block;border:0}"
     ".region{position:absolute;box-sizing:border-box;border:2px solid #f00}"
     ".caveat{background:#fde2e1;padding:.5em;border:2px solid #b00}"
+    ".strip{display:flex;gap:8px;overflow-x:auto;align-items:flex-start}"
+    ".strip figure{margin:0;flex:0 0 220px}.strip figcaption{font-size:12px}"
+    ".between{flex:0 0 150px;font-size:12px;border-left:3px solid #c63;padding-left:4px}"
+    ".between img{max-width:140px}"
 )
 
 
@@ -380,6 +388,60 @@ def _state_pairs(job: PageJob, page_dir: Path, errors: list[str]) -> list[str]:
     return out
 
 
+def _between_html(calls: list[dict[str, Any]], images: _Images, prefix: str, metric: str) -> str:
+    """The CallMLLM calls made between two versions, each with the images it was sent."""
+    parts = []
+    for call in calls:
+        shots = "".join(
+            f"<img loading='lazy' src='{esc(prefix + images.publish(path))}'>"
+            for name in call.get("call_images") or []
+            if (path := images.run_dir / name if images.run_dir else None) and path.is_file()
+        )
+        change = call.get(f"change_{metric}")
+        moved = "" if change is None else f"; {metric} then {change:+.3f}"
+        parts.append(
+            f"<div class='between'>CallMLLM <b>{esc(call.get('combination') or '')}</b> "
+            f"({esc(call.get('outcome') or '')}{esc(moved)}){shots}</div>"
+        )
+    return "".join(parts)
+
+
+def _trajectory_strip(job: PageJob, page_dir: Path, images: _Images, prefix: str,
+                      errors: list[str]) -> list[str]:  # fmt: skip
+    """The answer's versions in order, each rendered, with the calls made between them and the
+    images each call saw (snapshots/ and trajectory.json; none for a run without them)."""
+    events = read_transcript(job.run_dir, errors)
+    tools, uses = transcript_tool_uses(events) if events is not None else (None, None)
+    calls = linked_call_rows(job.run_dir, uses, errors)
+    trajectory = trajectory_of_run(job.run_dir, calls, tools, errors)
+    if trajectory is None or not trajectory.snapshots:
+        return []
+    images_of = {str(c.get("call_id")): c.get("call_images") for c in calls or []}
+    effects = [{**e, "call_images": images_of.get(str(e.get("call_id")))}
+               for e in trajectory.call_effects]  # fmt: skip
+    metric = job.primary.removeprefix("metric_")
+    before = [e for e in effects if e.get("snapshot_at_call") is None]
+    out = ["<h2>The answer over the session</h2><div class='strip'>",
+           _between_html(before, images, prefix, metric)]  # fmt: skip
+    for row in trajectory.snapshots:
+        n = row["snapshot"]
+        src = _copied(job.run_dir / "trajectory" / str(n) / "render" / "render.png", page_dir,
+                      f"versions/{n}.png")  # fmt: skip
+        if src is None and row.get("scored_as"):
+            src = _copied(job.run_dir / "trajectory" / str(row["scored_as"]) / "render" /
+                          "render.png", page_dir, f"versions/{n}.png")  # fmt: skip
+        value, change = row.get(f"metric_{metric}"), row.get(f"change_{metric}")
+        score = "" if value is None else f", {metric} {value:.3f}"
+        score += "" if change is None else f" ({change:+.3f})"
+        caption = (f"version {n}{' (final)' if row['final'] else ''}: {row['seconds']:.0f} s"
+                   f"{score}; {row.get('score_status') or 'not scored'}")  # fmt: skip
+        out.append(_figure(caption, src))
+        after = [e for e in effects if e.get("snapshot_at_call") == n]
+        out.append(_between_html(after, images, prefix, metric))
+    out.append("</div>")
+    return out
+
+
 class PageJob(NamedTuple):
     """One run page to write: where the run is, its task's reference, where the page goes."""
 
@@ -392,6 +454,7 @@ class PageJob(NamedTuple):
     # first; `offline` runs also get the stand-in caveat.
     facts: tuple[tuple[str, str], ...] = ()
     offline: bool = False
+    primary: str = DEFAULT_PRIMARY[0]  # the metric the versions' captions give
 
 
 def run_page(job: PageJob) -> Path:
@@ -425,6 +488,9 @@ def run_page(job: PageJob) -> Path:
     source = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
     facts = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in job.facts)
     state_pairs = _state_pairs(job, page_dir, errors)
+    read_again: list[str] = []  # the strip reads the transcript and trace the steps read too
+    strip = _trajectory_strip(job, page_dir, images, prefix, read_again)
+    errors += [e for e in read_again if e not in errors]
     body = [
         f"<h1>{esc(job.title)}</h1>",
         (
@@ -441,6 +507,7 @@ def run_page(job: PageJob) -> Path:
         _figure("render", "render.png" if render.is_file() else None),
         "</div>",
         *state_pairs,
+        *strip,
         "<h2>Steps</h2>",
         *steps,
         "<h2>Answer</h2>",

@@ -17,6 +17,9 @@ NAME = "agent_requests.jsonl"
 
 class AgentRequest(BaseModel):
     kind: str = "agent_request"
+    # The proxy's arrival number of the request (1, 2, ...); records are written as requests
+    # end, so their order in the file can differ. Answer snapshots name it (runfolder/snapshots).
+    seq: int | None = None
     time: str  # when the request arrived (UTC, ISO 8601)
     method: str
     path: str
@@ -44,6 +47,8 @@ class AgentRequest(BaseModel):
     # How long the proxy held the request before sending it, to keep to the provider's pace
     # (pace/); part of total_ms, and not the model's time.
     held_ms: float | None = None
+    # What went wrong telling the answer snapshots of the request (the request went on).
+    arrival_error: str | None = None
 
 
 AGENT_REQUESTS = JsonLinesFile(NAME, AgentRequest)

@@ -142,6 +142,9 @@ class ScoreJob(BaseModel):
     task_dir: Path
     out_dir: Path
     block_detection: Literal["dom", "design2code"] = "dom"
+    # Score only the static metrics, as of a static task: an answer snapshot's (trajectory/),
+    # whose interactions and extra viewports are not rendered.
+    static_only: bool = False
 
 
 _OCR_CACHE: dict[str, list[OcrWord]] = {}
@@ -242,7 +245,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     if not reference_png.is_file():
         raise InputError(f"{reference_png}: file not found (task_dir={job.task_dir})")
     render = read_render(job.render_dir / "render.json")
-    task = _task(job.task_dir)
+    task = None if job.static_only else _task(job.task_dir)
     details: dict[str, Any] = {
         "render_status": render.status,
         "reference_png": sha256_file(reference_png),
