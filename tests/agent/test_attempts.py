@@ -175,3 +175,84 @@ def test_the_redo_session_verb_checks_every_folder_before_it_moves_any(tmp_path:
     assert done.returncode != 0
     assert f"run folder {str(empty)!r}: no finished session" in done.stderr
     assert sorted(p.name for p in good.iterdir()) == before  # the good one was not moved either
+
+
+def _redo(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veriharness", "redo-session", *map(str, args)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def _experiment(tmp_path: Path) -> tuple[Path, dict[tuple[str, str, str], Path]]:
+    """An experiment folder with 2 conditions x 2 tasks x 2 replicates of finished sessions and
+    an external answer set."""
+    experiment = tmp_path / "example"
+    experiment.mkdir()
+    (experiment / "experiment.json").write_text('{"kind": "experiment_record"}\n')
+    runs = {}
+    for condition in ("b3-absent", "b3-present", "external:reference"):
+        for task in ("landing-page", "pricing-table"):
+            for replicate in ("r1", "r2"):
+                run = experiment / condition / task / replicate
+                run.mkdir(parents=True)
+                (run / "run.json").write_text('{"identity_hash": "sha256:aa"}')
+                _attempt(run, '{"type": "result"}\n', outcome="ok")
+                runs[(condition, task, replicate)] = run
+    return experiment, runs
+
+
+def test_redo_session_names_one_condition_one_task_or_one_run(tmp_path: Path) -> None:
+    experiment, runs = _experiment(tmp_path)
+
+    dry = _redo("--experiment-dir", experiment, "--condition", "b3-present", "-n")
+    assert dry.returncode == 0, dry.stderr
+    assert "4 session(s) would be redone (dry run: nothing moved)" in dry.stdout
+    assert not any((run / "attempts").exists() for run in runs.values())
+
+    done = _redo("--experiment-dir", experiment, "--condition", "b3-present", "--task",
+                 "pricing-table", "--replicate", "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1 session(s) set aside; `snakemake --cores 4 all` runs them again" in done.stdout
+    moved = {key for key, run in runs.items() if (run / "attempts" / "1").is_dir()}
+    assert moved == {("b3-present", "pricing-table", "r2")}
+
+    by_task = _redo("--experiment-dir", experiment, "--task", "landing-page")
+    assert by_task.returncode == 0, by_task.stderr
+    moved = {key for key, run in runs.items() if (run / "attempts" / "1").is_dir()}
+    assert moved == {("b3-present", "pricing-table", "r2")} | {
+        (c, "landing-page", r) for c in ("b3-absent", "b3-present") for r in ("r1", "r2")
+    }  # every session of the task, in each condition; the external answers had none
+
+    whole = _redo("--experiment-dir", experiment, "--condition", "b3-present")
+    assert whole.returncode == 0, whole.stderr
+    assert "1 session(s) set aside" in whole.stdout  # the others were already aside
+    again = _redo("--experiment-dir", experiment, "--condition", "b3-present")
+    assert again.returncode == 0 and "no finished session among the runs named" in again.stdout
+    assert not (runs[("b3-present", "landing-page", "r1")] / "attempts" / "2").exists()
+
+
+def test_redo_session_refuses_a_name_that_matches_no_run(tmp_path: Path) -> None:
+    experiment, runs = _experiment(tmp_path)
+    before = {run: sorted(p.name for p in run.iterdir()) for run in runs.values()}
+
+    typo = _redo("--experiment-dir", experiment, "--condition", "b3-presnt")
+    assert typo.returncode != 0
+    assert (
+        f"condition 'b3-presnt': no run folder of that condition under {experiment} "
+        "(there: b3-absent, b3-present)" in typo.stderr
+    )
+    replicate = _redo("--experiment-dir", experiment, "--task", "landing-page", "--replicate", "3")
+    assert "replicate '3': no run folder of that replicate" in replicate.stderr
+    assert "(there: 1, 2)" in replicate.stderr
+    external = _redo("--experiment-dir", experiment, "--condition", "external:reference")
+    assert "an external answer set has no session to redo" in external.stderr
+    everything = _redo("--experiment-dir", experiment)
+    assert everything.returncode != 0 and "name --condition, --task or --replicate" in (
+        everything.stderr
+    )
+    both = _redo(runs[("b3-absent", "landing-page", "r1")], "--condition", "b3-absent")
+    assert both.returncode != 0 and "not both" in both.stderr
+    not_an_experiment = _redo("--experiment-dir", tmp_path, "--condition", "b3-absent")
+    assert "no experiment.json, so it is not an experiment folder" in not_an_experiment.stderr
+    assert {run: sorted(p.name for p in run.iterdir()) for run in runs.values()} == before
