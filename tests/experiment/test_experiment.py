@@ -108,6 +108,59 @@ def test_record_fed_back_as_config_reproduces_identity(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "agent.max_turns" in proc.stderr and "'many'" in proc.stderr
 
 
+def test_a_start_that_changes_the_record_keeps_the_earlier_one_for_record_diff(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path)
+    record = root / "results" / "t" / "experiment.json"
+    kept = root / "results" / "t" / "records"
+    assert check(root).returncode == 0
+    first = record.read_bytes()
+    same = check(root)  # nothing changed but the time: the record is left as it is
+    assert same.returncode == 0 and "the earlier one is kept" not in same.stdout, same.stdout
+    assert record.read_bytes() == first and not kept.exists()
+
+    task = root / "tasks" / "alpha" / "task.yaml"
+    task.write_text(task.read_text().replace("A small test page.", "A smaller test page."))
+    git(root, "commit", "-qam", "edit a task")
+    changed = check(root)
+    assert changed.returncode == 0, changed.stderr
+    earlier = kept / "experiment-1.json"
+    assert earlier.read_bytes() == first
+    told = f"the earlier one is kept as {earlier} (`veriharness record diff {earlier} {record}`"
+    assert told in changed.stdout, changed.stdout
+    diff = vh("record", "diff", str(earlier), str(record))
+    assert diff.returncode == 1, diff.stderr
+    assert diff.stdout.startswith("hashed   cells.b3-absent.alpha: "), diff.stdout
+    assert "recorded provenance.git_commit: " in diff.stdout
+    assert vh("record", "diff", str(record), str(record)).returncode == 0
+
+    second = record.read_bytes()
+    assert check(root, "--config-json", '{"execution": {"retries": 3}}').returncode == 0
+    assert (kept / "experiment-2.json").read_bytes() == second
+    assert sorted(p.name for p in kept.iterdir()) == ["experiment-1.json", "experiment-2.json"]
+
+
+def test_a_task_folder_the_manifest_does_not_list_is_warned_at_the_start(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    manifest = {"name": "mine", "description": "Two.", "version": "1", "tasks": ["alpha", "gamma"]}
+    (root / "tasks" / "manifest.yaml").write_text(yaml.safe_dump(manifest))
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a manifest")
+    proc = check(root)
+    assert proc.returncode == 0, proc.stderr
+    listed = root / "tasks" / "manifest.yaml"
+    assert (
+        f"check-experiment: WARNING: {listed}: tasks lists 2 task(s) but {root / 'tasks' / 'beta'} "
+        "is a task folder too; add 'beta' to its tasks" in proc.stderr
+    )
+    assert f"{listed}: tasks lists 'gamma', which has no folder" in proc.stderr
+    manifest["tasks"] = ["alpha", "beta"]
+    listed.write_text(yaml.safe_dump(manifest))
+    git(root, "commit", "-qam", "the manifest lists both")
+    assert "manifest.yaml" not in check(root).stderr
+
+
 def test_uncommitted_inputs_are_refused_and_named_unless_allowed(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     with open(root / "prompts" / "b3-verification-v0.2.md", "a") as handle:

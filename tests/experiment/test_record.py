@@ -181,5 +181,8 @@ def test_record_diff_command(root: Path, tmp_path: Path) -> None:
     assert (same.returncode, same.stdout.strip()) == (0, "no differences")
     (tmp_path / "other.json").write_text(json.dumps({"kind": "metrics"}))
     bad = vh("record", "diff", str(tmp_path / "r1" / "run.json"), str(tmp_path / "other.json"))
-    assert bad.returncode != 0
+    assert bad.returncode == 2  # as diff(1): 0 the same, 1 different, 2 not comparable
     assert "field 'kind' is 'metrics', expected one of" in bad.stderr
+    assert "exit status: 0 no field differs, 1 some field differs, 2 a file is not" in (
+        vh("record", "diff", "--help").stdout.replace("\n", " ").replace("  ", " ")
+    )

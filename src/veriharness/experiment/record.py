@@ -15,16 +15,23 @@ A record has three parts kept apart on purpose:
 The replicate index is written in the run record but kept out of the identity, so the replicates of
 one cell share an identity hash and can be grouped by it. The experiment's identity hash covers
 the matrix: every cell's identity hash, and the replicate count.
+
+``experiment.json`` is never overwritten (``write_experiment_record``): a start whose record
+differs from the one there keeps the earlier one as ``records/experiment-<n>.json`` beside it
+first; a start that changes nothing but the record's time leaves the file as it is (P-59).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from veriharness._util import atomic
 from veriharness._util.hashing import sha256_file, sha256_json
 from veriharness.experiment.config import ExecutionRecord
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD, RUN_RECORD
@@ -49,6 +56,8 @@ __all__ = [
     "experiment_identity_hash",
     "flatten",
     "diff_records",
+    "RECORDS",
+    "write_experiment_record",
 ]
 
 FORMAT_VERSION = 1
@@ -203,3 +212,42 @@ def diff_records(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, A
             )
     rows.sort(key=lambda row: (row[0] != "hashed", row[1]))
     return rows
+
+
+# Where the earlier states of an experiment's record are kept, beside experiment.json.
+RECORDS = "records"
+_KEPT = re.compile(r"experiment-(\d+)\.json")
+# What differs between two starts of an unchanged experiment.
+_START_TIME = "provenance.created_at"
+
+
+def _same_state(old: bytes, new: dict[str, Any]) -> bool:
+    try:
+        earlier = json.loads(old)
+    except ValueError:
+        return False
+    return isinstance(earlier, dict) and all(
+        field == _START_TIME for _, field, _, _ in diff_records(earlier, new)
+    )
+
+
+def write_experiment_record(path: Path, record: dict[str, Any]) -> Path | None:
+    """Write `record` to `path` (experiment.json) without losing the one there: a differing
+    earlier record is first kept as records/experiment-<n>.json (n = 1, 2, ... in the order the
+    states were replaced), whose path is returned; one that differs only in its time is left as
+    it is (touched, so it reads as the latest start's)."""
+    path = Path(path)
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        atomic.write_json(path, record)
+        return None
+    if _same_state(old, record):
+        os.utime(path)
+        return None
+    folder = path.parent / RECORDS
+    taken = [int(m.group(1)) for p in folder.glob("*") if (m := _KEPT.fullmatch(p.name))]
+    kept = folder / f"experiment-{max(taken, default=0) + 1}.json"
+    atomic.write_bytes(kept, old)
+    atomic.write_json(path, record)
+    return kept

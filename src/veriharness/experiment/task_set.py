@@ -8,7 +8,8 @@ The set's digest is recorded, never hashed into a cell: each cell's identity alr
 own task's files, and a set-wide digest would redo every run when one page is added.
 
 A hand-kept set (the six examples) has a manifest without `files`: it is recorded with
-`files_verified: null`.
+`files_verified: null`, and a task folder its `tasks` does not list (or a listed one that is
+gone) is warned of at the start (`manifest_warnings`), since no checksum would catch it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "set_files",
     "read_manifest",
     "verify_manifest",
+    "manifest_warnings",
     "task_set_record",
 ]
 
@@ -203,6 +205,28 @@ def verify_manifest(set_dir: Path, manifest: TaskSetManifest) -> int:
             f"the files): " + "; ".join(problems)
         )
     return len(found)
+
+
+def manifest_warnings(set_dir: Path) -> list[str]:
+    """What the set's manifest says of its tasks that its folders contradict: a task folder (with
+    a task.yaml) `tasks` does not list, a listed task with no folder. None without a manifest."""
+    manifest = read_manifest(set_dir)
+    if manifest is None:
+        return []
+    path = set_dir / MANIFEST
+    folders = {p.parent.name for p in set_dir.glob("*/task.yaml")}
+    listed = set(manifest.tasks)
+    lines = [
+        f"{path}: tasks lists {len(listed)} task(s) but {set_dir / task} is a task folder too; "
+        f"add {task!r} to its tasks (and its description, if it counts them)"
+        for task in sorted(folders - listed)
+    ]
+    lines += [
+        f"{path}: tasks lists {task!r}, which has no folder {set_dir / task} with a task.yaml; "
+        "remove it from tasks or restore the folder"
+        for task in sorted(listed - folders)
+    ]
+    return lines
 
 
 def task_set_record(set_dir: Path, root: Path) -> TaskSetRecord | None:

@@ -32,9 +32,10 @@ def add_check_experiment_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_check_experiment(args: argparse.Namespace) -> int:
-    from veriharness._util import atomic
     from veriharness.experiment.analysis import design_warnings
     from veriharness.experiment.definition import load_from_args, stated_counts
+    from veriharness.experiment.record import write_experiment_record
+    from veriharness.experiment.task_set import manifest_warnings
     from veriharness.prepare.experiment_check import START_ERRORS, check_experiment
 
     try:
@@ -43,13 +44,20 @@ def run_check_experiment(args: argparse.Namespace) -> int:
     except START_ERRORS as error:
         print(f"check-experiment: {error}", file=sys.stderr)
         return 2
-    atomic.write_json(args.out, record.model_dump(mode="json"))
+    kept = write_experiment_record(args.out, record.model_dump(mode="json"))
     cells = sum(len(v) for v in record.cells.values())
     print(
         f"experiment {record.experiment}: {len(record.conditions)} condition(s) x "
         f"{len(record.task_ids)} task(s), {cells} cell(s), identity {record.identity_hash}"
         f"{' (uncommitted inputs)' if defn.uncommitted else ''} -> {args.out}"
     )
+    if kept is not None:
+        print(
+            f"check-experiment: the record changed; the earlier one is kept as {kept} "
+            f"(`veriharness record diff {kept} {args.out}` shows what changed)"
+        )
+    for line in manifest_warnings(defn.root / config.tasks_dir):
+        print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     for line in design_warnings(config.analysis, len(defn.selected_task_ids), stated_counts(defn)):
         print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     return 0
