@@ -320,6 +320,10 @@ def test_snakemake_report_holds_the_tables_renders_and_run_pages(
 def test_targets_for_one_task_one_run_and_a_forced_session(finished: Path, project: Path) -> None:
     by_task = snakemake(project, "--cores", "2", "results/example/by-task/landing-page.csv")
     assert by_task.returncode == 0, by_task.stderr[-3000:]
+    assert by_task.stderr.rstrip().splitlines()[-1] == (
+        "The comparison and the report are refreshed by `snakemake --cores 4 all` (not by these "
+        "targets)"
+    )
     rows = pd.read_csv(finished / "by-task" / "landing-page.csv")
     conditions = sorted([*CONDITIONS, "external:reference"])  # the reference set is on by default
     assert sorted(rows["condition"]) == conditions and set(rows["task"]) == {"landing-page"}
@@ -429,6 +433,49 @@ def test_identity_changes_rerun_exactly_the_affected_sessions(
         assert planned_agent_jobs(snakemake(project, "-n", "all")) == 2
     finally:
         b3.write_bytes(original)
+
+
+def test_one_condition_is_redone_by_one_command_and_all_ends_on_the_verdict(
+    finished: Path, project: Path
+) -> None:
+    """README: `veriharness redo-session --experiment-dir results/example --condition
+    b3-present`, then `snakemake --cores 4 all`: exactly that condition's sessions run again,
+    the earlier ones kept under attempts/, the comparison and the report refreshed, and the job
+    ends on the verdict and where comparison.md and the report are. The start (at another
+    --cores) changes the record, so the earlier one is kept for `record diff`."""
+    outcomes = {run: (run / "outcome.json").read_bytes() for run in finished.glob("b3-*/*/r1")}
+    comparison = (finished / "comparison.json").stat().st_mtime_ns
+    report = (finished / "report" / "index.html").stat().st_mtime_ns
+    records = finished / "records"
+    kept_before = sorted(records.glob("experiment-*.json")) if records.is_dir() else []
+    redo = veriharness(
+        "redo-session", "--experiment-dir", "results/example", "--condition", "b3-present",
+        cwd=project,
+    )  # fmt: skip
+    assert redo.returncode == 0, redo.stderr
+    assert "2 session(s) set aside" in redo.stdout
+    again = snakemake(project, "--cores", "3", "all")
+    assert planned_agent_jobs(again) == 2, again.stderr[-4000:]
+    for run, outcome in outcomes.items():
+        redone = run.parents[1].name == "b3-present"
+        assert ((run / "outcome.json").read_bytes() != outcome) == redone, run
+        assert (run / "attempts" / "1" / "outcome.json").is_file() == redone, run
+        if redone:
+            assert (run / "attempts" / "1" / "outcome.json").read_bytes() == outcome
+    assert (finished / "comparison.json").stat().st_mtime_ns != comparison
+    assert (finished / "report" / "index.html").stat().st_mtime_ns != report
+    verdict, *paths = again.stderr.rstrip().splitlines()[-3:]
+    first = json.loads((finished / "comparison.json").read_text())["pairs"][0]["verdict"][0]
+    assert verdict == "Verdict: " + first.replace("`", ""), again.stderr[-2000:]
+    assert paths == [
+        "Comparison: results/example/comparison.md",
+        "Report: results/example/report/index.html",
+    ]
+    kept = sorted(records.glob("experiment-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    assert len(kept) == len(kept_before) + 1, kept
+    diff = veriharness("record", "diff", kept[-1], finished / "experiment.json")
+    assert diff.returncode == 1, diff.stderr
+    assert "recorded execution.scheduler.resources.cores: " in diff.stdout, diff.stdout
 
 
 def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(

@@ -113,6 +113,22 @@ onstart:
 
 onsuccess:
     stop_workflow_pool()
+    # Where the answer is, as the main job's last lines: the verdict, comparison.md, the report.
+    if workflow.is_main_process:
+        from veriharness.report.closing import closing_lines, end_with, refreshed
+
+        made_comparison, made_report = refreshed(
+            workflow.dag_settings.targets, EXP_DIR
+        )
+        end_with(
+            closing_lines(
+                Path(EXP_DIR),
+                comparison=made_comparison,
+                report=made_report,
+                compares=bool(COMPARE_PAIRS),
+            )
+        )
+
 
 
 onerror:
