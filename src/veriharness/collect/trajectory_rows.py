@@ -26,7 +26,7 @@ from veriharness.runfolder.snapshots import (
     TRAJECTORY,
     SnapshotEntry,
     SnapshotScore,
-    read_snapshots,
+    read_index,
 )
 
 __all__ = ["Trajectory", "trajectory_of_run"]
@@ -166,8 +166,7 @@ def trajectory_of_run(
     session recorded before snapshots were kept)."""
     if not SNAPSHOT_INDEX.exists(run_dir):
         return None
-    entries = read_snapshots(run_dir, errors)
-    skipped = sum(1 for e in SNAPSHOT_INDEX.read(run_dir, []) or [] if e.skipped)
+    entries, skipped = read_index(run_dir, errors)
     scores = _scores(run_dir, errors)
     metrics: dict[int, dict[str, float]] = {}
     rows: list[Row] = []

@@ -168,7 +168,10 @@ def _drop(data: Any, loc: tuple[int | str, ...]) -> bool:
 def salvage(model: type[M], data: dict[str, Any], where: str, errors: list[str]) -> M | None:
     """`data` as `model`, with each field that fails validation dropped and named in `errors`;
     None when what is left still fails (a required field missing or unusable)."""
-    data = copy.deepcopy(data)
+    try:  # validation reads `data` and never changes it: a valid object needs no copy
+        return model.model_validate(data)
+    except ValidationError:
+        data = copy.deepcopy(data)
     for _ in range(_MAX_SALVAGE_ROUNDS):
         try:
             return model.model_validate(data)

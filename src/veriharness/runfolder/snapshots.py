@@ -37,6 +37,7 @@ __all__ = [
     "answer_digest",
     "blob_path",
     "materialize",
+    "read_index",
     "read_snapshots",
 ]
 
@@ -107,14 +108,20 @@ def blob_path(run_dir: Path, digest: str) -> Path:
 
 
 def read_snapshots(run_dir: Path, errors: list[str]) -> list[SnapshotEntry]:
-    """The index's snapshots (skipped captures left out), in order of `n`; [] when absent.
+    """The index's snapshots (skipped captures left out), in order of `n`; [] when absent."""
+    return read_index(run_dir, errors)[0]
+
+
+def read_index(run_dir: Path, errors: list[str]) -> tuple[list[SnapshotEntry], int]:
+    """The index's snapshots in order of `n`, and how many captures it names as skipped; ([], 0)
+    when absent.
 
     Only lines whose `n` continues the sequence count: a line the session could not have
     written (the run folder is outside its sandbox) but that was appended later out of order
     is named in `errors` and dropped."""
     path = SNAPSHOT_INDEX.path(run_dir)
     if not path.exists():
-        return []
+        return [], 0
     entries = SNAPSHOT_INDEX.read(run_dir, errors) or []
     kept: list[SnapshotEntry] = []
     for entry in entries:
@@ -124,7 +131,7 @@ def read_snapshots(run_dir: Path, errors: list[str]) -> list[SnapshotEntry]:
             errors.append(f"{INDEX}: snapshot {entry.n} out of order after {len(kept)}; dropped")
             continue
         kept.append(entry)
-    return kept
+    return kept, sum(1 for entry in entries if entry.skipped)
 
 
 def materialize(run_dir: Path, entry: SnapshotEntry, out: Path) -> None:
