@@ -130,6 +130,5 @@ onsuccess:
         )
 
 
-
 onerror:
     stop_workflow_pool()
