@@ -269,7 +269,7 @@ def test_compare_command_on_collected_runs_finds_the_planted_effect(tmp_path) ->
     assert ssim.ci_low > 0.02 and ssim.ci_high < 0.08 and ssim.wins == 12
     assert set(table.index) >= {"metric_mae", "metric_ocr_word_f1", "cost_usd", "turns"}
     md = (exp.exp_dir / "comparison.md").read_text()
-    assert "2000 resamples (seed 4)" in md and "| metric_ssim | itt | 12 | 0 | 0 | 0/0 |" in md
+    assert "2000 resamples (seed 4)" in md and "| metric_ssim | itt = pp | 12 | 0 | 0 | 0/0 |" in md
 
 
 def test_compare_without_collected_tables_says_what_to_run(tmp_path) -> None:
@@ -557,4 +557,4 @@ def test_a_task_an_interaction_measure_does_not_apply_to_is_not_applicable_not_e
     ssim = _row(table, "metric_ssim")
     assert (ssim.n_pairs, ssim.n_excluded, ssim.n_not_applicable) == (3, 0, 0)
     text = compare.comparison_markdown(table)
-    assert "| excl. | n/a |" in text and "| metric_implement_rate | itt | 1 | 1 | 1 |" in text
+    assert "| excl. | n/a |" in text and "| metric_implement_rate | itt = pp | 1 | 1 | 1 |" in text

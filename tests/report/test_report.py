@@ -288,8 +288,8 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     assert proc.returncode == 0, proc.stderr
     comparison = (exp.exp_dir / "comparison.md").read_text()
     head = comparison.split("| measure |")[0]
-    assert "OFFLINE: 6 of 6 runs ran against the embedded offline model" in head
-    assert "UNCOMMITTED: 1 of 6 runs ran with uncommitted inputs" in head
+    assert "OFFLINE: 6 of 6 session runs ran against the embedded offline model" in head
+    assert "UNCOMMITTED: 1 of 6 session runs ran with uncommitted inputs" in head
     scored = (
         f"Scored by scorer 1 (1 runs), {SCORER_VERSION} (4 runs); block detection dom (5 runs)."
     )
@@ -302,14 +302,14 @@ def test_the_first_screen_says_offline_and_uncommitted_and_leads_with_the_compar
     assert proc.returncode == 0, proc.stderr
     index = (out / "index.html").read_text()
     order = [
-        index.index("OFFLINE: 6 of 6 runs"),
-        index.index("UNCOMMITTED: 1 of 6 runs"),
+        index.index("OFFLINE: 6 of 6 session runs"),
+        index.index("UNCOMMITTED: 1 of 6 session runs"),
         index.index("MIXED SCORING"),
         index.index("<h2>Verdict</h2>"),
         index.index("did not detectably change metric_ssim"),
         index.index("This design cannot reach alpha 0.05"),
-        index.index("<td>metric_ssim</td><td>itt</td>"),
-        index.index("<td>metric_ssim</td><td>per_protocol</td>"),
+        # Every counted run had a scored answer: the two analyses agree, shown once.
+        index.index("<td>metric_ssim</td><td>itt = pp</td>"),
         index.index("<h2>Runs excluded from the comparison: 1 (not the agent's doing)</h2>"),
         index.index("not_started: never started"),
         index.index("<h2>Audit flag rates</h2>"),

@@ -40,11 +40,18 @@ def _scorings(runs: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def run_caveats(runs: pd.DataFrame) -> dict[str, Any]:
-    """How many runs are stand-ins (offline) or ran with uncommitted inputs or harness code, and
-    how many scored runs each scorer version and block detection scored."""
+    """How many runs are stand-ins (offline) or ran with uncommitted inputs or harness code, out
+    of the runs that had a session (an imported answer, `answer_source` external, had none, so it
+    is counted apart), and how many scored runs each scorer version and block detection scored."""
     uncommitted = _flags(runs, "uncommitted") | _flags(runs, "harness_dirty")
+    imported = (
+        runs["answer_source"].eq("external").fillna(False).astype(bool)
+        if "answer_source" in runs
+        else pd.Series(False, index=runs.index)
+    )
     return {
-        "runs_total": int(len(runs)),
+        "runs_total": int((~imported).sum()),
+        "runs_imported": int(imported.sum()),
         "runs_offline": int(_flags(runs, "offline").sum()),
         "runs_uncommitted": int(uncommitted.sum()),
         "scorings": _scorings(runs),
@@ -72,17 +79,23 @@ def caveat_lines(counts: Mapping[str, Any]) -> list[str]:
     """The warnings, one line each (empty when none applies)."""
     lines = []
     total = counts.get("runs_total", 0)
+    imported = counts.get("runs_imported", 0)
+    apart = (
+        f" (The {imported} imported answers, external:<name>, ran no session and are not counted.)"
+        if imported
+        else ""
+    )
     if counts.get("runs_offline"):
         lines.append(
-            f"OFFLINE: {counts['runs_offline']} of {total} runs ran against the embedded offline "
-            "model, a scripted stand-in. Their numbers test the pipeline; they are not a result "
-            "of any model."
+            f"OFFLINE: {counts['runs_offline']} of {total} session runs ran against the embedded "
+            "offline model, a scripted stand-in. Their numbers test the pipeline; they are not a "
+            "result of any model." + apart
         )
     if counts.get("runs_uncommitted"):
         lines.append(
-            f"UNCOMMITTED: {counts['runs_uncommitted']} of {total} runs ran with uncommitted "
-            "inputs or VeriHarness code (allow_uncommitted); their git commit does not hold "
-            "what they ran (see git_dirty_files in their run.json)."
+            f"UNCOMMITTED: {counts['runs_uncommitted']} of {total} session runs ran with "
+            "uncommitted inputs or VeriHarness code (allow_uncommitted); their git commit does "
+            "not hold what they ran (see git_dirty_files in their run.json)." + apart
         )
     if _mixed(counts):
         lines.append(

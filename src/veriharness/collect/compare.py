@@ -27,8 +27,13 @@ Design notes:
   2^n sign patterns up to `_EXACT_UP_TO` tasks, else `resamples` random patterns with the +1
   correction). With n tasks no p can be below 2/2^n; the design limits of each family are
   stated beside the verdict (`experiment.analysis.design_limits`).
-- Wins/ties/losses use the measure's known direction; a measure without one gets only the
-  neutral counts.
+- Every row counts the tasks where the treatment is higher, tied and lower (one notation for
+  every family) beside the direction that is better for the measure, where one is known;
+  comparison.csv keeps wins/ties/losses in that direction too.
+- comparison.md shows a measure's intention-to-treat and per-protocol rows once when they are
+  identical (every counted run had a scored answer), saying so, and defines every abbreviation
+  under the method paragraph; a per-task table of each primary outcome sets each task's
+  difference beside the task's ceiling (the reference set's value, `CEILING_SET`).
 """
 
 from __future__ import annotations
@@ -70,7 +75,13 @@ __all__ = [
     "recorded_analysis",
     "task_differences",
     "write_comparison",
+    "CEILING_SET",
+    "SAME",
+    "shown_rows",
 ]
+
+# The external answer set whose values are each task's ceiling: each task's own reference.html.
+CEILING_SET = "external:reference"
 
 DEFAULT_RESAMPLES = 10_000
 _BOOTSTRAP_CELLS = 20_000_000  # resample matrix cells per chunk (~160 MB of float64)
@@ -325,6 +336,40 @@ def compare_conditions(
         **run_caveats(mine),
     )
     out.attrs["verdict"] = verdict(out)
+    out.attrs["per_task"] = _per_task(pops.itt, runs, pair, list(settings.primary))
+    return out
+
+
+def _number_or_none(value: object) -> float | None:
+    number = float(value)  # type: ignore[arg-type]
+    return None if np.isnan(number) else number
+
+
+def _per_task(
+    itt: pd.DataFrame, runs: pd.DataFrame, pair: tuple[str, str], measures: list[str]
+) -> list[dict[str, object]]:
+    """Per primary outcome and task: each side's mean (ITT), the difference, and the task's
+    ceiling (`CEILING_SET`'s value; None without it)."""
+    reference = runs[runs["condition"] == CEILING_SET]
+    out: list[dict[str, object]] = []
+    for measure in measures:
+        b, _, _ = _by_task(itt[itt["condition"] == pair[0]], measure)
+        t, _, _ = _by_task(itt[itt["condition"] == pair[1]], measure)
+        ceiling = (
+            _by_task(reference, measure)[0] if measure in reference else pd.Series(dtype=float)
+        )
+        for task in sorted(b.index.union(t.index)):
+            values = [s.get(task, np.nan) for s in (b, t, ceiling)]
+            out.append(
+                {
+                    "measure": measure,
+                    "task": str(task),
+                    "baseline": _number_or_none(values[0]),
+                    "treatment": _number_or_none(values[1]),
+                    "diff": _number_or_none(values[1] - values[0]),
+                    "ceiling": _number_or_none(values[2]),
+                }
+            )
     return out
 
 
@@ -460,26 +505,108 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+# The columns of a row that decide whether its ITT and per-protocol figures are the same.
+_FIGURES = (
+    "n_pairs", "n_excluded", "n_not_applicable", "n_floor_b", "n_floor_t", "baseline_mean",
+    "treatment_mean", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm", "ties",
+    "treatment_higher", "treatment_lower",
+)  # fmt: skip
+SAME = "itt = pp"  # a row standing for identical ITT and per-protocol rows
+
+
+def _same_figures(a: pd.Series, b: pd.Series) -> bool:
+    return all(
+        (pd.isna(a[c]) and pd.isna(b[c])) or (not pd.isna(a[c]) and a[c] == b[c]) for c in _FIGURES
+    )
+
+
+def shown_rows(rows: pd.DataFrame) -> tuple[list[tuple[str, pd.Series]], bool]:
+    """(population label, row) in measure order, ITT then per-protocol, one row labelled
+    `SAME` where the two are identical; and whether any row was merged."""
+    shown: list[tuple[str, pd.Series]] = []
+    merged = False
+    for _, group in rows.groupby("measure", sort=False):
+        by = {str(r["population"]): r for _, r in group.iterrows()}
+        itt, pp = by.get("itt"), by.get("per_protocol")
+        if itt is not None and pp is not None and _same_figures(itt, pp):
+            shown.append((SAME, itt))
+            merged = True
+        else:
+            shown += [(name, r) for name, r in by.items()]
+    return shown, merged
+
+
 def _measure_lines(table: pd.DataFrame, family: str) -> list[str]:
-    rows = table[table["family"] == family]
+    rows, merged = shown_rows(table[table["family"] == family])
     lines = [
         "| measure | population | n | excl. | n/a | floor b/t | baseline | treatment | diff "
-        "| 95% CI | p | p (Holm) | W/T/L |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| 95% CI | p | p (Holm) | higher/tie/lower | better |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows.itertuples():
-        wtl = (
-            f"{r.wins}/{r.ties}/{r.losses}"
-            if r.better != "unknown"
-            else f"? (higher {r.treatment_higher}, tie {r.ties}, lower {r.treatment_lower})"
-        )
+    for population, r in rows:
+        better = r["better"] if r["better"] in ("higher", "lower") else "–"
         lines.append(
-            f"| {r.measure} | {r.population} | {r.n_pairs} | {r.n_excluded} | "
-            f"{r.n_not_applicable} | "
-            f"{r.n_floor_b}/{r.n_floor_t} | {_fmt(r.baseline_mean)} | {_fmt(r.treatment_mean)} | "
-            f"{_fmt(r.mean_diff)} | [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] | {_fmt_p(r.p_value)} | "
-            f"{_fmt_p(r.p_holm)} | {wtl} |"
+            f"| {r['measure']} | {population} | {r['n_pairs']} | {r['n_excluded']} | "
+            f"{r['n_not_applicable']} | {r['n_floor_b']}/{r['n_floor_t']} | "
+            f"{_fmt(r['baseline_mean'])} | {_fmt(r['treatment_mean'])} | {_fmt(r['mean_diff'])} "
+            f"| [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | {_fmt_p(r['p_value'])} | "
+            f"{_fmt_p(r['p_holm'])} | {r['treatment_higher']}/{r['ties']}/{r['treatment_lower']} "
+            f"| {better} |"
         )
+    if merged:
+        lines += [
+            "",
+            f"`{SAME}`: the intention-to-treat and per-protocol figures of this measure are "
+            "identical (every counted run had a scored answer, none flagged), so they are shown "
+            "once.",
+        ]
+    return lines
+
+
+def _legend(a: dict[str, Any]) -> list[str]:
+    """Every column name and abbreviation of the tables, defined once."""
+    return [
+        "",
+        "Reading the tables:",
+        "",
+        "- `itt`: intention to treat; `per_protocol` (pp): only runs with a scored answer; "
+        f"`{SAME}`: both identical, shown once.",
+        "- `n`: tasks with a value on both sides (the unit: each side the mean over the task's "
+        "runs); `excl.`: tasks where one side has no value; `n/a`: tasks the measure does not "
+        "apply to (an interaction or viewport measure of a task that states none).",
+        "- `floor b/t`: runs of the baseline / treatment valued at the measure's floor (no scored "
+        "answer, or flagged).",
+        f"- `baseline`, `treatment`: the means over tasks (`{a['baseline']}`, "
+        f"`{a['treatment']}`); `diff`: treatment minus baseline; `95% CI`: its 95% bootstrap "
+        "interval.",
+        "- `p`: two-sided sign-flip permutation test; `p (Holm)`: Holm-adjusted within the "
+        "table's family and population; `–`: not tested (process measures) or no value.",
+        "- `higher/tie/lower`: tasks where the treatment's value is above, equal to, below the "
+        "baseline's; `better`: the direction that is better for the measure (`–`: none is "
+        "known).",
+        f"- `ceiling`: the task's own reference scored as an answer (`{CEILING_SET}`), what a "
+        "perfect answer reaches on that task.",
+    ]
+
+
+def _per_task_lines(a: dict[str, Any], head: str) -> list[str]:
+    """Each primary outcome's per-task differences, the ceiling beside them."""
+    rows = a.get("per_task") or []
+    lines: list[str] = []
+    for measure in dict.fromkeys(str(r["measure"]) for r in rows):
+        lines += [
+            "",
+            f"{head}# Per task: {measure} (ITT), with each task's ceiling",
+            "",
+            "| task | baseline | treatment | diff | ceiling |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['task']} | {_fmt(r['baseline'])} | {_fmt(r['treatment'])} | "
+            f"{_fmt(r['diff'])} | {_fmt(r['ceiling'])} |"
+            for r in rows
+            if r["measure"] == measure
+        ]
     return lines
 
 
@@ -505,10 +632,13 @@ def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
         f"95% percentile bootstrap intervals from {a['resamples']} resamples (seed {a['seed']}); "
         "`p` is a two-sided sign-flip permutation test; `p (Holm)` is adjusted within its family "
         "and population. docs/metrics.md gives the rules. " + scoring_line(a),
+        *_legend(a),
     ]
     for family in FAMILIES:
         if (table["family"] == family).any():
             lines += ["", f"{head}# {_FAMILY_TITLES[family]}", "", *_measure_lines(table, family)]
+        if family == "primary":
+            lines += _per_task_lines(a, head)
     lines += _status_lines(a.get("status_counts", {}), head)
     left_out = a.get("left_out", [])
     lines += ["", f"{head}# Runs excluded: {len(left_out)} (not the agent's doing)", ""]

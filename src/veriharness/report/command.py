@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from veriharness.collect.caveats import caveat_lines, run_caveats, scoring_line
+from veriharness.collect.compare import SAME, shown_rows
 from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
@@ -59,10 +61,42 @@ def _write_pages(jobs: list[PageJob], workers: int) -> None:
             run_page(job)
 
 
+def _scrolled(table: str) -> str:
+    """A table that may be wider than the screen scrolls in its own box, never the page."""
+    return f"<div style='overflow-x:auto;max-width:100%'>{table}</div>"
+
+
 def _table(rows: list[list[str]], head: list[str]) -> str:
     cells = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{cells}</tr>{body}</table>"
+    return _scrolled(f"<table><tr>{cells}</tr>{body}</table>")
+
+
+def _with_code(text: str) -> str:
+    """Escaped text, its Markdown `code` spans as <code> (the verdict is worded for Markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+
+
+def _per_task_html(pair: dict[str, Any]) -> str:
+    """Each primary outcome's per-task differences with each task's ceiling (comparison.json)."""
+    rows = pair.get("per_task") or []
+    parts = []
+    for measure in dict.fromkeys(str(r.get("measure")) for r in rows):
+        mine = [
+            [
+                str(r.get("task")),
+                *(_number(r.get(k)) for k in ("baseline", "treatment", "diff", "ceiling")),
+            ]
+            for r in rows
+            if r.get("measure") == measure
+        ]
+        parts.append(
+            f"<p>Per task, {esc(measure)} (intention to treat); the ceiling is the task's own "
+            "reference scored as an answer (<code>external:reference</code>), what a perfect "
+            "answer reaches on that task:</p>"
+            + _table(mine, ["task", "baseline", "treatment", "diff", "ceiling"])
+        )
+    return "".join(parts)
 
 
 def _number(value: object) -> str:
@@ -98,24 +132,31 @@ def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
     for pair in summary.get("pairs", []):
         baseline, treatment = pair.get("baseline"), pair.get("treatment")
         mine = table[(table["baseline"] == baseline) & (table["treatment"] == treatment)]
-        primary = mine[mine["family"] == "primary"]
+        shown, merged = shown_rows(mine[mine["family"] == "primary"])
         rows = [
             [
-                r.measure,
-                r.population,
-                str(r.n_pairs),
-                f"{_number(r.baseline_mean)} / {_number(r.treatment_mean)}",
-                _number(r.mean_diff),
-                f"[{_number(r.ci_low)}, {_number(r.ci_high)}]",
-                _number(r.p_value),
-                _number(r.p_holm),
-                f"{r.n_floor_b}/{r.n_floor_t}",
+                str(r["measure"]),
+                population,
+                str(r["n_pairs"]),
+                f"{_number(r['baseline_mean'])} / {_number(r['treatment_mean'])}",
+                _number(r["mean_diff"]),
+                f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]",
+                _number(r["p_value"]),
+                _number(r["p_holm"]),
+                f"{r['n_floor_b']}/{r['n_floor_t']}",
             ]
-            for r in primary.itertuples()
+            for population, r in shown
         ]
+        same = (
+            f"<p><code>{SAME}</code>: the intention-to-treat (itt) and per-protocol (pp) figures "
+            "are identical (every counted run had a scored answer, none flagged), so they are "
+            "shown once.</p>"
+            if merged
+            else ""
+        )
         counted = pair.get("runs_counted", {})
         head = ["primary outcome", "analysis", "tasks", "baseline / treatment", "diff", "95% CI"]
-        sentences = "".join(f"<li>{esc(line)}</li>" for line in pair.get("verdict", []))
+        sentences = "".join(f"<li>{_with_code(line)}</li>" for line in pair.get("verdict", []))
         design = "; ".join(
             f"{d['family']}: {d['outcomes']} outcome(s), smallest p(Holm) "
             f"{_number(float(d['smallest_p_holm']))}"
@@ -124,12 +165,13 @@ def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
         parts.append(
             f"<h3>{esc(str(treatment))} vs {esc(str(baseline))}</h3><ul>{sentences}</ul>"
             + _table(rows, [*head, "p", "p (Holm)", "at floor b/t"])
+            + same
             + f"<p>Runs counted: {esc(str(baseline))} {counted.get(baseline, '?')}, "
             f"{esc(str(treatment))} {counted.get(treatment, '?')} (intention to treat: every run "
             "of a condition counts, an unscored or rule-flagged answer at the measure's floor; "
             "per-protocol: runs with a scored answer only). What this design can show at best, "
             f"with {pair.get('paired', '?')} paired tasks: {esc(design)} (alpha "
-            f"{pair.get('alpha', '?')}).</p>"
+            f"{pair.get('alpha', '?')}).</p>" + _per_task_html(pair)
         )
     return "".join(parts) + "<p>Every measure and family: <code>comparison.md</code>.</p>"
 
@@ -327,7 +369,7 @@ def _ceiling_section(runs: pd.DataFrame) -> str:
         "<h2>External answers</h2><p>Answers no session wrote, scored by the same render, audit "
         "and metrics. <code>external:reference</code> is each task's own reference.html: its "
         "values are the ceiling of each metric on that task.</p>"
-        f"<table><tr><th>set</th><th>task</th><th>status</th>{head}</tr>{rows}</table>"
+        + _scrolled(f"<table><tr><th>set</th><th>task</th><th>status</th>{head}</tr>{rows}</table>")
     )
 
 
@@ -370,7 +412,7 @@ def _agreement_section(exp_dir: Path) -> str:
             + "</tr>"
             for _, r in rows.iterrows()
         )
-        parts.append(f"<h3>{esc(level)}</h3><table><tr>{head}</tr>{body}</table>")
+        parts.append(f"<h3>{esc(level)}</h3>" + _scrolled(f"<table><tr>{head}</tr>{body}</table>"))
     return "".join(parts)
 
 
@@ -393,8 +435,9 @@ def _comparison_sections(exp_dir: Path, out: Path) -> str:
         )
         sections.append(
             f"<h3>{esc(treatment)} vs {esc(baseline)}</h3>"
-            f"<table><tr>{head}</tr>{body}</table>"
-            f"<p>{esc(plot.with_suffix('.rst').read_text())}</p><img src='{esc(plot.name)}'>"
+            + _scrolled(f"<table><tr>{head}</tr>{body}</table>")
+            + f"<p>{esc(plot.with_suffix('.rst').read_text())}</p>"
+            f"<img src='{esc(plot.name)}' style='max-width:100%'>"
         )
     return "<h2>Comparisons</h2>" + "".join(sections)
 
@@ -422,9 +465,10 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
     tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
     out.mkdir(parents=True, exist_ok=True)
+    left_out = _constant_plots(runs, out)
     plots = [
         plot_metrics_by_condition(runs, out / "metrics_by_condition.png"),
-        plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png"),
+        *([] if left_out else [plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png")]),
         plot_capability_tags(runs, tags, out / "capability_tags.png"),
     ]
     rows: dict[str, list[str]] = {}
@@ -453,9 +497,9 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     _write_pages(pages, jobs or os.cpu_count() or 1)
     images = "".join(
         f"<h2>{esc(p.stem)}</h2><p>{esc(p.with_suffix('.rst').read_text())}</p>"
-        f"<img src='{esc(p.name)}'>"
+        f"<img src='{esc(p.name)}' style='max-width:100%'>"
         for p in plots
-    )
+    ) + "".join(f"<p>{esc(note)}</p>" for note in left_out)
     comparisons = (
         _ceiling_section(runs) + _agreement_section(exp_dir) + _comparison_sections(exp_dir, out)
     )
@@ -475,6 +519,21 @@ _RUNS_HEAD = (
     "<table><tr><th>condition</th><th>task</th><th>rep</th><th>status</th><th>reason</th>"
     "<th></th></tr>"
 )
+
+
+def _constant_plots(runs: pd.DataFrame, out: Path) -> list[str]:
+    """A note for each plot left out because it would plot a constant (cost_vs_fidelity when
+    every run's agent cost is one value, as offline), its stale file removed."""
+    costs = runs["cost_usd"].dropna().unique() if "cost_usd" in runs else []
+    if len(costs) > 1:
+        return []
+    for stale in (out / "cost_vs_fidelity.png", out / "cost_vs_fidelity.rst"):
+        stale.unlink(missing_ok=True)
+    value = money(float(costs[0])) if len(costs) else "unknown"
+    return [
+        f"cost_vs_fidelity: left out, every run's agent cost is {value}, so it would plot a "
+        "constant."
+    ]
 
 
 def _runs_section(name: str, rows: dict[str, list[str]], attention: list[str], out: Path) -> str:
@@ -498,7 +557,11 @@ def _runs_section(name: str, rows: dict[str, list[str]], attention: list[str], o
     return (
         "<h2>Runs</h2><table><tr><th>condition</th><th>runs</th><th></th></tr>"
         f"{''.join(counts)}</table><h2>Runs that are not ok: {len(attention)}</h2>"
-        f"{_RUNS_HEAD}{''.join(attention)}</table>"
+        + (
+            _scrolled(f"{_RUNS_HEAD}{''.join(attention)}</table>")
+            if attention
+            else "<p>None: every run is ok.</p>"
+        )
     )
 
 
