@@ -29,6 +29,7 @@ VERBS: dict[str, Verb] = {
     "check-setup": Verb("_util", "report which external programs are installed"),
     "mllm-server": Verb("mllm", "serve the CallMLLM MCP tool (stdio or HTTP)"),
     "serve-offline": Verb("offline", "serve the embedded offline model"),
+    "check": Verb("prepare", "check the config, tasks, conditions and prompts; every problem"),
     "check-experiment": Verb("prepare", "validate an experiment and write its experiment.json"),
     "hash-files": Verb("prepare", "write the sha256 digests of some files"),
     "prepare": Verb("prepare", "write one run's record and prompt snapshot"),

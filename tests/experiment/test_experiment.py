@@ -181,14 +181,23 @@ def test_uncommitted_inputs_are_refused_and_named_unless_allowed(tmp_path: Path)
 
 def test_inputs_git_cannot_vouch_for_are_refused_and_named(tmp_path: Path) -> None:
     root = make_project(tmp_path)
-    outside = tmp_path / "my-experiment.yaml"  # a config file kept outside the project
+    # A config file kept outside the project starts: the record holds every value it set (P-58).
+    outside = tmp_path / "my-experiment.yaml"
     outside.write_text((root / "config" / "config.yaml").read_text())
-    proc = vh(
-        "check-experiment", "--config", str(outside), "--project-root", str(root),
-        "--out", str(root / "results" / "t" / "experiment.json"),
-    )  # fmt: skip
+    start = ("--project-root", str(root), "--out", str(root / "results" / "t" / "experiment.json"))
+    proc = vh("check-experiment", "--config", str(outside), *start)
+    assert proc.returncode == 0, proc.stderr
+    # Any other input outside it is refused, with what to do.
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text((root / "config" / "model-catalog.offline.yaml").read_text())
+    outside.write_text(f"{outside.read_text()}\nmodel_catalog: {catalog}\n")
+    proc = vh("check-experiment", "--config", str(outside), *start)
     assert proc.returncode == 2
-    assert f"{outside} (outside the project, so not under its git)" in proc.stderr
+    assert (
+        f"{catalog} (outside the project, so not under its git: move it under the project and "
+        "commit it)" in proc.stderr
+    )
+    assert "`--config allow_uncommitted=true` on the snakemake command line" in proc.stderr
     (root / ".gitignore").write_text("*.tmp\n")
     git(root, "add", ".gitignore")
     git(root, "commit", "-qm", "ignore tmp files")

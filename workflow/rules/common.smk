@@ -1,6 +1,7 @@
 # Config loading and validation, the run matrix, and the input functions the rules share.
 # Kept cheap: every cluster job parses this file again.
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from veriharness.render.pool import (
     stop_workflow_pool,
 )
 
+from veriharness.experiment.check import exit_on_problems
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
     comparison_pairs,
@@ -30,6 +32,17 @@ from veriharness.experiment.workflow import (
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 unwrap_experiment_record(config, workflow.config_settings.config)
 coerce_command_line_values(config, SCHEMA)
+# Every problem of the config, tasks, conditions and prompt modules, one line each, then exit 2;
+# Snakemake's validation covers what that check does not. Cluster jobs were checked by the main
+# process.
+if workflow.is_main_process:
+    exit_on_problems(
+        config,
+        workflow.configfiles,
+        workflow.config_settings.configfiles,
+        workflow.config_settings.config,
+        Path.cwd(),
+    )
 validate(config, SCHEMA, set_default=True)
 
 EXPERIMENT = config["experiment"]
@@ -105,10 +118,22 @@ if workflow.is_main_process and not workflow.dryrun:
     os.environ[WORKFLOW_POOL_ENV] = new_workflow_pool()
 
 
+# A refusal is the verb's own message on stderr and exit 2, with no traceback after it.
 onstart:
-    shell(
-        f"{VH} check-experiment --config {EXPERIMENT_CONFIG} --out {EXP_DIR}/experiment.json"
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "veriharness",
+            "check-experiment",
+            "--config",
+            EXPERIMENT_CONFIG,
+            "--out",
+            f"{EXP_DIR}/experiment.json",
+        ]
     )
+    if checked.returncode:
+        sys.exit(checked.returncode)
 
 
 onsuccess:

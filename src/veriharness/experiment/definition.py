@@ -129,16 +129,19 @@ def _input_paths(config: ExperimentConfig, root: Path, config_file: Path | None)
         DEFAULT_CONFIG,
     ]
     # An experiment record is an output whose every value is recorded; a config file is an input;
-    # the workflow's merged config stands for the files it was merged from.
+    # the workflow's merged config stands for the files it was merged from. A config file outside
+    # the project is not git's to vouch for: the record holds every value it set (P-58).
     wrapper = config_wrapper(config_file)
+    configs: list[str] = []
     if wrapper.get("kind") == EFFECTIVE_CONFIG:
-        candidates.extend(
+        configs = [
             str(source)
             for source in wrapper.get("sources", [])
             if config_wrapper(root / str(source)).get("kind") != EXPERIMENT_RECORD
-        )
+        ]
     elif config_file is not None and wrapper.get("kind") != EXPERIMENT_RECORD:
-        candidates.append(str(config_file))
+        configs = [str(config_file)]
+    candidates += [c for c in configs if (root / c).resolve().is_relative_to(root.resolve())]
     return [str((root / item).resolve()) for item in candidates if (root / item).exists()]
 
 
@@ -150,7 +153,10 @@ def _git_checkable(paths: list[str], root: Path) -> tuple[list[str], list[str]]:
         if path.is_relative_to(root):
             inside.append(path.relative_to(root).as_posix() or ".")
         else:
-            outside.append(f"{path} (outside the project, so not under its git)")
+            outside.append(
+                f"{path} (outside the project, so not under its git: move it under the project "
+                "and commit it)"
+            )
     return inside, outside
 
 

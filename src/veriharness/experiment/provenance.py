@@ -24,6 +24,7 @@ from veriharness._util.harness import HarnessVersion, harness_version
 from veriharness._util.programs import MissingTool, claude_version, find_claude
 
 __all__ = [
+    "ALLOW_UNCOMMITTED",
     "UncommittedChanges",
     "GitState",
     "Provenance",
@@ -131,20 +132,29 @@ def _parse_porcelain(text: str) -> tuple[str, ...]:
     return tuple(sorted(set(files)))
 
 
+# Every way to allow it, each as it is typed where it works.
+ALLOW_UNCOMMITTED = (
+    "run anyway with `--config allow_uncommitted=true` on the snakemake command line "
+    "(`--allow-uncommitted` for a veriharness verb, or `allow_uncommitted: true` in the config "
+    "file); the records then say so"
+)
+
+
 def require_committed(state: GitState, allow_uncommitted: bool) -> bool:
     """Refuse uncommitted inputs unless allowed; return whether there were any."""
     dirty = bool(state.dirty_files) or not state.is_repository or state.error is not None
     if dirty and not allow_uncommitted:
         if not state.is_repository:
-            reason = f"the project is not a git repository ({state.error})"
+            reason = (
+                f"the project is not a git repository ({state.error}). Make it one and commit "
+                "its inputs (git init, git add, git commit)"
+            )
         elif state.error:
             reason = f"git status failed: {state.error}"
         else:
             reason = "uncommitted changes in " + ", ".join(state.dirty_files)
-        raise UncommittedChanges(
-            f"refusing to start: {reason}. Commit them, or set allow_uncommitted: true "
-            "(--allow-uncommitted) to run anyway and have the records say so"
-        )
+            reason += ". Commit them (git add, then git commit)"
+        raise UncommittedChanges(f"refusing to start: {reason}, or {ALLOW_UNCOMMITTED}")
     return dirty
 
 
@@ -177,8 +187,7 @@ def require_committed_harness(harness: HarnessVersion, offline: bool, allow: boo
         files = ", ".join(harness.git_dirty_files) or "(git status failed)"
         raise UncommittedChanges(
             f"refusing to start: the VeriHarness code in {harness.source_path} has uncommitted "
-            f"changes ({files}). Commit them, or set allow_uncommitted: true "
-            "(--allow-uncommitted) to run anyway and have the records say so"
+            f"changes ({files}). Commit them, or {ALLOW_UNCOMMITTED}"
         )
 
 

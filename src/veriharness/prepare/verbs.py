@@ -1,5 +1,6 @@
-"""The prepare stage's verbs, `check-experiment`, `hash-files` and `prepare`: their arguments,
-and the calls to the typed functions of `experiment_check`, `input_digests` and `run_folder`.
+"""The prepare stage's verbs, `check`, `check-experiment`, `hash-files` and `prepare`: their
+arguments, and the calls to the typed functions of `experiment.check`, `experiment_check`,
+`input_digests` and `run_folder`.
 Each verb imports its module when it runs, so `hash-files`, run for every task and condition,
 does not load the experiment definition."""
 
@@ -10,13 +11,49 @@ import sys
 from pathlib import Path
 
 __all__ = [
+    "add_check_arguments",
     "add_check_experiment_arguments",
     "add_hash_files_arguments",
     "add_prepare_arguments",
+    "run_check",
     "run_check_experiment",
     "run_hash_files",
     "run_prepare",
 ]
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--configfile",
+        type=Path,
+        nargs="+",
+        action="extend",
+        default=[],
+        help="config files laid over the project's config/config.yaml in order, as "
+        "`snakemake --configfile` lays them (an experiment.json too)",
+    )
+    parser.add_argument("--config-json", help="JSON object merged over the config files")
+    parser.add_argument("--project-root", type=Path, help="default: the VeriHarness checkout")
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from veriharness._util.programs import project_root
+    from veriharness.experiment.check import check_definition, project_layers, report
+    from veriharness.experiment.config import ConfigError, parse_json_overrides
+
+    root = (args.project_root or project_root()).resolve()
+    try:
+        overrides = parse_json_overrides(args.config_json)
+    except ConfigError as error:
+        print(f"check: {error}", file=sys.stderr)
+        return 2
+    layers, problems = project_layers(args.configfile, root, overrides)
+    problems += check_definition(layers, root)
+    if problems:
+        report(problems, "check")
+        return 2
+    print(f"check: no problem in {', '.join(name for name, _ in layers)} and what they name")
+    return 0
 
 
 def add_check_experiment_arguments(parser: argparse.ArgumentParser) -> None:
