@@ -4,7 +4,8 @@ A change that only moves code (a refactor, an upgrade of the harness) must not c
 is, or every researcher's finished runs would be redone. A change that does alter a run's inputs
 updates these hashes in the same commit and says why in its message. The interactive and
 responsive example tasks (pricing-toggle, settings-tabs, landing-responsive) were added beside the
-six without moving them.
+six without moving them. The six static tasks moved once when their task.yaml lost the obsolete
+`interaction: null` (issue 39).
 
 The environment facts name the Chromium program in every example condition, so the pins hold
 for the machine setup.sh makes: Debian's `chromium` at /usr/bin/chromium.
@@ -19,26 +20,26 @@ from support.cli import ROOT, veriharness
 
 PINNED_CELLS = {
     "b3-absent": {
-        "article": "sha256:0c70cd94f3af06db6fc09070279458e8e2827244a9179229a622a5c26c6ed738",  # noqa: E501
-        "dashboard-chart": "sha256:d6770583a917866cb301afec9dbd75751183cad1e097559739db1928027e45df",  # noqa: E501
-        "landing-page": "sha256:9d6b2b4e7bc85ff1efa31267bfd2cce88c97b40f91f1aea3f909dae59013577a",  # noqa: E501
+        "article": "sha256:67014d42b660b8cc529bb9dd73ad67d317459b994f5c51d54256f3e3cafc495f",  # noqa: E501
+        "dashboard-chart": "sha256:64ce6d4985a51f1c5d3bdd7d18e7727bef2f4bf1bbc4f0defdf9207911805c41",  # noqa: E501
+        "landing-page": "sha256:7f3cba9e4526ed03cabb23d6915f91dc5d7658613395c37fe73d8bf47463a0e6",  # noqa: E501
         "landing-responsive": "sha256:0806dd7743ccf44b3213a11147e8e1e18ca2b8d923c573bbf23a5739e4cb4b03",  # noqa: E501
-        "pricing-table": "sha256:2735b33915f87beffc86ffc84a3f2c986d9a6a6e69b9ca09081e4127ac21b143",  # noqa: E501
+        "pricing-table": "sha256:d30513e8d72c72737e934f0ea36eb76af9a8ce825fadb2b7c7bff2777a3e51b5",  # noqa: E501
         "pricing-toggle": "sha256:f127727f3c4efc91be2f13b20c92b8a36e4f48cb1b907fdb7d427b26de720ef0",  # noqa: E501
-        "settings-page": "sha256:194e07b524198d8f61ec031bc8d061468ad760e798d0c8de00c6250495651af8",  # noqa: E501
+        "settings-page": "sha256:f992d1caf5768a13f1622421a4fd78c3221f3ae591a53ebc9b25b5e8edccb977",  # noqa: E501
         "settings-tabs": "sha256:037d59ab3316a84010d5470537d51e3e9305ff43fefaf4e859d9bcaec6d2c33b",  # noqa: E501
-        "signup-form": "sha256:283c5b43637f8261571f13c6b5e5972d468eec1df08a66232902ac5d6cdd6e23",  # noqa: E501
+        "signup-form": "sha256:a37f6e3e2cb2adef7f634e9cfb64c4d32d9a4085f1f9ac644fee819004e4e6a2",  # noqa: E501
     },
     "b3-present": {
-        "article": "sha256:67849ade5faa6d59db1307f78ecc9fb3b20711fcf185801b3a3c8e0ab80018ad",  # noqa: E501
-        "dashboard-chart": "sha256:220cf82db3e984a47282b1d8ced5d63706cf626d7bddff9df7320738e60a408c",  # noqa: E501
-        "landing-page": "sha256:52b2ca3f4bc4487cfb36ffabd748caf84fc75aedc7dfb3105735dfdab1f811df",  # noqa: E501
+        "article": "sha256:db85bcc943531d0cd32f6ba154da129a853f2d03dce8bb0f08ddf53339a8acf1",  # noqa: E501
+        "dashboard-chart": "sha256:b60216f831e9deed53433e34b369d20d919e56bec0f1b6e280839c43dd3f9d38",  # noqa: E501
+        "landing-page": "sha256:63bf41938d535087724d1a3c43a1c20ebcad7a97c20b2d3c6ff24c4b5cbf1a1e",  # noqa: E501
         "landing-responsive": "sha256:a3de7d4df5809379438a37592875e9cc26e22342c8f7efdc554748d096eb17eb",  # noqa: E501
-        "pricing-table": "sha256:1343534e8ff36d11dc3f4f26390dee63e95a8ebaad0cdd7b68199b4076840bdb",  # noqa: E501
+        "pricing-table": "sha256:9aa4f18c00eec563a63c0be6b68c90dffa5f522ccf0354761444e62eac2851a5",  # noqa: E501
         "pricing-toggle": "sha256:baac3d197e461ec6053c9145819764cb89bbe0ef9f4b2547b74f3a09e1b648d0",  # noqa: E501
-        "settings-page": "sha256:55d0cc96b93b2ad11e256eb86d231f17a3a33a68d5ce847cbdaadbb3ac38f3ae",  # noqa: E501
+        "settings-page": "sha256:f813669f07f81eae267cf1529199e2dbcadb18808524d79819c46c1f472576ba",  # noqa: E501
         "settings-tabs": "sha256:20d2531ae8c6aec01cba6133c48fd488ff39d501703d06005b2530625c3da429",  # noqa: E501
-        "signup-form": "sha256:e03f287650eafa1b36ab7e4197a643ad7885f8adfe4aa567bcefce2eaa88e94f",  # noqa: E501
+        "signup-form": "sha256:2f3151d0f3a6ca9cbe7377a9516f65696afdb80a9d268db7cba74fae91b607eb",  # noqa: E501
     },
 }
 

@@ -69,7 +69,7 @@ def test_design2code_pages_become_tasks_and_every_refusal_is_listed(d2c) -> None
 def test_design2code_task_folders_hold_the_page_its_assets_and_its_render(d2c) -> None:
     _, source, dest = d2c
     task = yaml.safe_load((dest / "1" / "task.yaml").read_text())
-    assert task["title"] == "Harbour tours" and task["interaction"] is None
+    assert task["title"] == "Harbour tours" and "interaction" not in task
     assert task["viewport"] == {"width": D2C_SCREENSHOT[0], "height": D2C_SCREENSHOT[1]}
     assert task["source"] == {
         "layout": "design2code",

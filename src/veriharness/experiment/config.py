@@ -605,38 +605,57 @@ def parse_json_overrides(text: str | None) -> dict[str, Any]:
 
 
 class Viewport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A size in CSS pixels, written `{width: 1280, height: 800}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     width: int = Field(ge=1)
+    """Width in CSS pixels."""
     height: int = Field(ge=1)
+    """Height in CSS pixels."""
 
 
 class SourceInteraction(BaseModel):
     """Which published interaction an imported task's interaction came from (Interaction2Code:
     its key in action.json, the screenshots before and after it, the action text read)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     id: str
+    """The task's interaction id it became."""
     key: str
+    """Its key in action.json."""
     action: str | None
+    """The action text read from action.json."""
     before: str
+    """The published screenshot before the interaction."""
     before_sha256: str
+    """Its sha256."""
     after: str
+    """The published screenshot after it."""
     after_sha256: str
+    """Its sha256."""
 
 
 class TaskSource(BaseModel):
     """Where an imported task's page came from (`import-tasks`): its layout, file names and
     checksums as published (paths relative to the source folder)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     layout: str
+    """The published collection's layout (`import-tasks --layout`)."""
     page: str
+    """The page's file in the source folder."""
     page_sha256: str
+    """Its sha256."""
     screenshot: str | None = None
+    """The published screenshot, when the layout has one."""
     screenshot_sha256: str | None = None
+    """Its sha256."""
     actions: str | None = None
+    """The published action.json (Interaction2Code)."""
     actions_sha256: str | None = None
+    """Its sha256."""
     interactions: tuple[SourceInteraction, ...] = ()
+    """The published interactions the task's interactions came from."""
 
 
 class TaskSpec(BaseModel):
@@ -645,16 +664,29 @@ class TaskSpec(BaseModel):
     is static. ``interaction`` is the field that preceded them: only its null is accepted (the
     example tasks state it), since a free-text requirement there would reach nothing."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     id: str = Field(pattern=_ID)
+    """The task's id: the name of its folder in tasks_dir, and the id the config's tasks list."""
     title: str = Field(min_length=1)
+    """A short name for people; no prompt includes it."""
     kind: str = Field(min_length=1)
+    """A label of the kind of interface, any non-empty text, for people: no prompt, table or
+    metric reads it (it is hashed with the task's files like every field). The examples use
+    landing_page, form, pricing_table, dashboard, article and settings_page; import-tasks writes
+    web_page."""
     description: str = ""
+    """What the page shows, for people; no prompt includes it (the agent sees reference.png)."""
     viewport: Viewport
+    """The size the reference was rendered at and every answer is rendered and scored at."""
     interaction: None = None
+    """Obsolete: the field that preceded interactions. Only null is accepted; leave it out."""
     interactions: tuple[Interaction, ...] = ()
+    """Interaction requirements, each replayed on reference.html by render-reference and on
+    every answer (P-41). A task with none is static."""
     viewports: tuple[ExtraViewport, ...] = ()
+    """Further named sizes a responsive answer is rendered and scored at, besides viewport."""
     source: TaskSource | None = None
+    """Where an imported task's page came from; written by import-tasks, not by hand."""
 
     @property
     def interactive(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -18,7 +19,7 @@ import yaml
 from veriharness._util import atomic
 from veriharness.experiment.config import config_schema
 
-__all__ = ["SCHEMA_FILE", "schema_yaml"]
+__all__ = ["SCHEMA_FILE", "generated_file_main", "schema_yaml"]
 
 SCHEMA_FILE = Path("workflow/schemas/config.schema.yaml")
 
@@ -34,16 +35,23 @@ def schema_yaml() -> str:
     return _HEADER + text
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {SCHEMA_FILE}")
+def generated_file_main(
+    doc: str, target: Path, text: Callable[[], str], argv: list[str] | None = None
+) -> int:
+    """The command of a file generated from the models: print its text, or `--write` it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {target}")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout")
     args = parser.parse_args(argv)
     if args.write:
-        atomic.write_text(args.root / SCHEMA_FILE, schema_yaml())
+        atomic.write_text(args.root / target, text())
     else:
-        sys.stdout.write(schema_yaml())
+        sys.stdout.write(text())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return generated_file_main(__doc__, SCHEMA_FILE, schema_yaml, argv)
 
 
 if __name__ == "__main__":

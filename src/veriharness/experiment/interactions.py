@@ -57,16 +57,21 @@ class Interaction(BaseModel):
     value chosen (``select``) or the key pressed (``key``, a Playwright key name); ``click`` and
     ``hover`` take none."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     id: str = Field(pattern=_ID)
+    """The interaction's id: an answer marks its trigger with data-interaction="<id>"."""
     requirement: str = Field(min_length=1)
+    """What the agent is told the page must do, in words."""
     action: Action
+    """What is done to the trigger."""
     trigger: str = Field(
         min_length=1,
         description="CSS selector of the trigger in reference.html, as Playwright's locator "
         "reads it (its extensions such as :text-is() included)",
     )
     value: str | None = None
+    """The text typed (type), the option value chosen (select) or the key pressed (key, a
+    Playwright key name); click and hover take none."""
 
     @model_validator(mode="after")
     def _value_fits_action(self) -> Interaction:
@@ -82,10 +87,15 @@ class Interaction(BaseModel):
 
 
 class ExtraViewport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A further named size of a responsive task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     name: str = Field(pattern=_ID)
+    """The size's name (its captures are viewports/<name>.png)."""
     width: int = Field(ge=1)
+    """Width in CSS pixels."""
     height: int = Field(ge=1)
+    """Height in CSS pixels."""
 
 
 class Box(BaseModel):

@@ -182,7 +182,6 @@ def _task_yaml(
             f"({described.layout} layout), imported by veriharness import-tasks."
         ),
         "viewport": {"width": viewport.width, "height": viewport.height},
-        "interaction": None,
     }
     if given is not None and page.folder is not None:
         actions = page.folder / ACTIONS_FILE
