@@ -565,3 +565,38 @@ def test_hostile_answers_still_yield_tables_comparison_and_report(
     assert (ssim.n_floor_b, ssim.n_floor_t) == (0, 1) and ssim.n_pairs == 2
     assert "## Run statuses by condition" in comparison
     assert (experiment / "report" / "index.html").is_file()
+
+
+def test_every_b3_present_run_keeps_its_versions_and_each_call_has_its_effect_row(
+    finished: Path,
+) -> None:
+    tables = finished / "tables"
+    trajectory = pd.read_parquet(tables / "trajectory.parquet")
+    present = trajectory[trajectory["condition"] == "b3-present"]
+    scored = present[present["score_status"] == "ok"].groupby("task").size()
+    assert sorted(scored.index) == sorted(TASKS) and (scored >= 2).all()
+    assert present.groupby("task")["final"].sum().eq(1).all()
+    calls = pd.read_parquet(tables / "mllm_calls.parquet")
+    effects = pd.read_parquet(tables / "call_effects.parquet")
+    keys = ["condition", "task", "replicate", "call_id"]
+    assert sorted(map(tuple, effects[keys].to_numpy())) == sorted(
+        map(tuple, calls[keys].to_numpy())
+    )
+    # The review call of a b3-present run sees the agent's own draft, kept as it was sent.
+    reviewed = calls[calls["condition"] == "b3-present"]["call_images"]
+    assert any(len(images) == 2 for images in reviewed)
+
+
+def test_turning_the_trajectory_on_later_scores_the_kept_versions_and_reruns_no_session(
+    finished: Path, project: Path
+) -> None:
+    # The analysis made with scoring.trajectory off, as a study that started with it off has it.
+    settings = "scoring: {trajectory: false}\nallow_uncommitted: true\n"  # a file of the test's
+    off = snakemake(project, "--cores", "4", "analysis", extra_config=settings)
+    assert off.returncode == 0, off.stderr[-3000:]
+    assert planned_jobs(off, "score_trajectory") == 0 and planned_jobs(off, "run_agent") == 0
+    for path in finished.glob("*/*/r1/trajectory.json"):
+        path.unlink()  # its sessions' versions are kept in snapshots/, none scored yet
+    on = snakemake(project, "-n", "analysis")
+    assert planned_jobs(on, "score_trajectory") == len(CONDITIONS) * len(TASKS)
+    assert planned_jobs(on, "run_agent") == 0 and planned_jobs(on, "render_answer") == 0

@@ -32,12 +32,14 @@ import pandas as pd
 
 from veriharness.collect.caveats import caveat_lines, run_caveats, scoring_line
 from veriharness.collect.compare import SAME, shown_rows
+from veriharness.experiment.analysis import AnalysisSettings
 from veriharness.experiment.record import RecordError
 from veriharness.report.plots import (
     plot_capability_tags,
     plot_comparison,
     plot_cost_vs_fidelity,
     plot_metrics_by_condition,
+    plot_trajectory,
 )
 from veriharness.report.run_page import CSS, PageJob, esc, run_page
 from veriharness.report.status import experiment_record, money
@@ -103,6 +105,13 @@ def _number(value: object) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
         return "–"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _primary(exp_dir: Path) -> str:
+    """The experiment's first declared primary outcome (the analysis defaults' for a record
+    without an `analysis` section, as the comparison reads it)."""
+    declared = (_record(exp_dir).get("config") or {}).get("analysis")
+    return AnalysisSettings.model_validate(declared or {}).primary[0]
 
 
 def _record(exp_dir: Path) -> dict[str, Any]:
@@ -465,12 +474,19 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
     runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
     tags = pd.read_parquet(exp_dir / "tables" / "capability_tags.parquet")
     out.mkdir(parents=True, exist_ok=True)
+    primary = _primary(exp_dir)
     left_out = _constant_plots(runs, out)
     plots = [
         plot_metrics_by_condition(runs, out / "metrics_by_condition.png"),
         *([] if left_out else [plot_cost_vs_fidelity(runs, out / "cost_vs_fidelity.png")]),
         plot_capability_tags(runs, tags, out / "capability_tags.png"),
     ]
+    trajectory_table = exp_dir / "tables" / "trajectory.parquet"
+    if trajectory_table.is_file():
+        over_session = plot_trajectory(
+            pd.read_parquet(trajectory_table), primary, out / "fidelity_over_session.png"
+        )
+        plots += [over_session] if over_session is not None else []
     rows: dict[str, list[str]] = {}
     attention, pages = [], []
     for r in runs.itertuples():
@@ -483,7 +499,9 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
             flag = getattr(r, "offline", None)
             offline = flag is not None and flag is not pd.NA and bool(flag)
             pages.append(
-                PageJob(run_dir, reference, out, rel, title, _run_facts(r, offline), offline)
+                PageJob(
+                    run_dir, reference, out, rel, title, _run_facts(r, offline), offline, primary
+                )  # fmt: skip
             )
             link = f"<a href='{esc(rel)}/index.html'>page</a>"
         row = (
