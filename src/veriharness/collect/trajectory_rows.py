@@ -23,10 +23,10 @@ from typing import Any, NamedTuple
 from veriharness.collect.columns import CallEffectFields, CallFields, SnapshotFields, ToolUseFields
 from veriharness.runfolder.snapshots import (
     SNAPSHOT_INDEX,
-    TRAJECTORY,
     SnapshotEntry,
     SnapshotScore,
     read_index,
+    read_trajectory,
 )
 
 __all__ = ["Trajectory", "trajectory_of_run"]
@@ -44,9 +44,7 @@ class Trajectory(NamedTuple):
 
 
 def _scores(run_dir: Path, errors: list[str]) -> dict[int, SnapshotScore] | None:
-    if not TRAJECTORY.exists(run_dir):
-        return None
-    record = TRAJECTORY.read(run_dir, errors)
+    record = read_trajectory(run_dir, errors)
     return None if record is None else {s.n: s for s in record.snapshots}
 
 

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from veriharness._util.hashing import sha256_bytes
 from veriharness.runfolder._files import JsonFile, JsonLinesFile
@@ -38,6 +38,7 @@ __all__ = [
     "blob_path",
     "materialize",
     "read_index",
+    "read_trajectory",
     "read_snapshots",
 ]
 
@@ -122,7 +123,7 @@ def read_index(run_dir: Path, errors: list[str]) -> tuple[list[SnapshotEntry], i
     path = SNAPSHOT_INDEX.path(run_dir)
     if not path.exists():
         return [], 0
-    entries = SNAPSHOT_INDEX.read(run_dir, errors) or []
+    entries = _read_whole(path) or SNAPSHOT_INDEX.read(run_dir, errors) or []
     kept: list[SnapshotEntry] = []
     for entry in entries:
         if entry.n is None:
@@ -132,6 +133,27 @@ def read_index(run_dir: Path, errors: list[str]) -> tuple[list[SnapshotEntry], i
             continue
         kept.append(entry)
     return kept, sum(1 for entry in entries if entry.skipped)
+
+
+def _read_whole(path: Path) -> list[SnapshotEntry] | None:
+    """Every line of an index that is whole and valid, parsed and checked in one pass; None at
+    the first line that is not (the lenient reader then names what is wrong)."""
+    try:
+        lines = path.read_bytes().splitlines()
+        return [SnapshotEntry.model_validate_json(line) for line in lines if line.strip()]
+    except (OSError, ValidationError):
+        return None
+
+
+def read_trajectory(run_dir: Path, errors: list[str]) -> TrajectoryRecord | None:
+    """trajectory.json, leniently (`_files`) when it is not whole and valid; None when absent."""
+    path = TRAJECTORY.path(run_dir)
+    if not path.exists():
+        return None
+    try:
+        return TrajectoryRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return TRAJECTORY.read(run_dir, errors)
 
 
 def materialize(run_dir: Path, entry: SnapshotEntry, out: Path) -> None:
