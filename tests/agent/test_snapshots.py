@@ -127,3 +127,22 @@ def test_conversation_facts_count_turns_and_tool_uses() -> None:
     facts = conversation_facts(_body("Write", "Bash"))
     assert (facts.turn, facts.tool_names) == (2, ["Write", "Bash"])
     assert conversation_facts(b"not json").tool_names is None
+
+
+def test_a_damaged_index_line_is_named_and_the_others_are_read(
+    folders: tuple[Path, Path],
+) -> None:
+    workspace, run_dir = folders
+    snaps = AnswerSnapshots(workspace, run_dir, 10, 1)
+    for seq in (1, 2):
+        (workspace / "answer.html").write_text(f"<p>{seq}</p>")
+        snaps.at_request(seq, _body())
+    index = SNAPSHOT_INDEX.path(run_dir)
+    first, second = index.read_text().splitlines()
+    damaged = second.replace('"bytes":8', '"bytes":"eight"')
+    assert damaged != second
+    index.write_text(f"{first}\nnot json\n{damaged}\n")
+    errors: list[str] = []
+    entries = read_snapshots(run_dir, errors)
+    assert [(e.n, e.bytes) for e in entries] == [(1, 8), (2, 0)]  # the bad field dropped
+    assert len(errors) == 2 and any("bytes" in e for e in errors), errors
