@@ -26,6 +26,7 @@ LONGEST_FIRST = [
     "workflow/test_recovery.py",
     "cluster/test_slurm.py",
     "workflow/test_pipeline.py",
+    "workflow/test_guide.py",
     "spend/test_spend_pipeline.py",
     "agent/test_faults.py",
     "render/test_hostile_answers.py",

@@ -384,7 +384,7 @@ class ExperimentConfig(_Strict):
     """Runs per task and condition (r1..rN). The index is recorded, not hashed."""
     tasks_dir: str = Field(default="tasks", min_length=1)
     """Folder of task folders (task.yaml, reference.png, reference.html), relative to the project
-    root: the task set the experiment uses (tasks: the six examples; tasks/<set>: a set written
+    root: the task set the experiment uses (tasks: the nine examples; tasks/<set>: a set written
     by import-tasks). Its manifest.yaml, when present, is recorded in experiment.json and its
     checksums verified at the start."""
     conditions_dir: str = Field(default="conditions", min_length=1)

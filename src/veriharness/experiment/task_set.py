@@ -7,7 +7,7 @@ against the files and records the set's name, version and the manifest's own dig
 The set's digest is recorded, never hashed into a cell: each cell's identity already holds its
 own task's files, and a set-wide digest would redo every run when one page is added.
 
-A hand-kept set (the six examples) has a manifest without `files`: it is recorded with
+A hand-kept set (the nine examples) has a manifest without `files`: it is recorded with
 `files_verified: null`, and a task folder its `tasks` does not list (or a listed one that is
 gone) is warned of at the start (`manifest_warnings`), since no checksum would catch it.
 """
