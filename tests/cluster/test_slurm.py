@@ -50,8 +50,8 @@ TASKS = ["landing-page"]
 CONDITIONS = ["b3-absent", "b3-present"]
 EXPERIMENT = "example"
 # The rules that run as cluster jobs; the rest are `localrules` of the workflow.
-CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
-GROUPED_RULES = {"render_answer", "score_answer", "annotate_calls"}
+CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls", "score_trajectory"}
+GROUPED_RULES = {"render_answer", "score_answer", "annotate_calls", "score_trajectory"}
 MODES = ("grouped", "ungrouped", "agents", "local")
 CLUSTER_MODES = ["grouped", "ungrouped", "agents"]
 SESSIONS_PER_JOB = 2

@@ -590,13 +590,14 @@ def test_every_b3_present_run_keeps_its_versions_and_each_call_has_its_effect_ro
 def test_turning_the_trajectory_on_later_scores_the_kept_versions_and_reruns_no_session(
     finished: Path, project: Path
 ) -> None:
-    # The analysis made with scoring.trajectory off, as a study that started with it off has it.
+    # The summaries made with scoring.trajectory off, as a study that started with it off has them.
     settings = "scoring: {trajectory: false}\nallow_uncommitted: true\n"  # a file of the test's
-    off = snakemake(project, "--cores", "4", "analysis", extra_config=settings)
+    summaries = [f"results/example/{c}/summary.csv" for c in CONDITIONS]
+    off = snakemake(project, "--cores", "4", *summaries, extra_config=settings)
     assert off.returncode == 0, off.stderr[-3000:]
     assert planned_jobs(off, "score_trajectory") == 0 and planned_jobs(off, "run_agent") == 0
     for path in finished.glob("*/*/r1/trajectory.json"):
         path.unlink()  # its sessions' versions are kept in snapshots/, none scored yet
-    on = snakemake(project, "-n", "analysis")
+    on = snakemake(project, "-n", *summaries)
     assert planned_jobs(on, "score_trajectory") == len(CONDITIONS) * len(TASKS)
     assert planned_jobs(on, "run_agent") == 0 and planned_jobs(on, "render_answer") == 0

@@ -489,7 +489,7 @@ def run_page(job: PageJob) -> Path:
     facts = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in job.facts)
     state_pairs = _state_pairs(job, page_dir, errors)
     read_again: list[str] = []  # the strip reads the transcript and trace the steps read too
-    strip = _trajectory_strip(job, page_dir, images, prefix, read_again)
+    strip = [] if external else _trajectory_strip(job, page_dir, images, prefix, read_again)
     errors += [e for e in read_again if e not in errors]
     body = [
         f"<h1>{esc(job.title)}</h1>",
