@@ -388,14 +388,17 @@ def _state_pairs(job: PageJob, page_dir: Path, errors: list[str]) -> list[str]:
     return out
 
 
-def _between_html(calls: list[dict[str, Any]], images: _Images, prefix: str, metric: str) -> str:
+def _between_html(
+    calls: list[dict[str, Any]], run_dir: Path, images: _Images, prefix: str, metric: str
+) -> str:
     """The CallMLLM calls made between two versions, each with the images it was sent."""
     parts = []
     for call in calls:
+        kept = [run_dir / name for name in call.get("call_images") or []]
         shots = "".join(
             f"<img loading='lazy' src='{esc(prefix + images.publish(path))}'>"
-            for name in call.get("call_images") or []
-            if (path := images.run_dir / name if images.run_dir else None) and path.is_file()
+            for path in kept
+            if path.is_file()
         )
         change = call.get(f"change_{metric}")
         moved = "" if change is None else f"; {metric} then {change:+.3f}"
@@ -422,7 +425,7 @@ def _trajectory_strip(job: PageJob, page_dir: Path, images: _Images, prefix: str
     metric = job.primary.removeprefix("metric_")
     before = [e for e in effects if e.get("snapshot_at_call") is None]
     out = ["<h2>The answer over the session</h2><div class='strip'>",
-           _between_html(before, images, prefix, metric)]  # fmt: skip
+           _between_html(before, job.run_dir, images, prefix, metric)]  # fmt: skip
     for row in trajectory.snapshots:
         n = row["snapshot"]
         src = _copied(job.run_dir / "trajectory" / str(n) / "render" / "render.png", page_dir,
@@ -437,7 +440,7 @@ def _trajectory_strip(job: PageJob, page_dir: Path, images: _Images, prefix: str
                    f"{score}; {row.get('score_status') or 'not scored'}")  # fmt: skip
         out.append(_figure(caption, src))
         after = [e for e in effects if e.get("snapshot_at_call") == n]
-        out.append(_between_html(after, images, prefix, metric))
+        out.append(_between_html(after, job.run_dir, images, prefix, metric))
     out.append("</div>")
     return out
 

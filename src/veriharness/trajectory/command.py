@@ -29,6 +29,7 @@ from veriharness.runfolder.snapshots import (
 )
 from veriharness.score import SCORER_VERSION
 from veriharness.score.command import ScoreJob, score_run
+from veriharness.score.metrics.ocrwords import machine_words_cache
 
 __all__ = ["TRAJECTORY_DIR", "RenderOne", "score_trajectory"]
 
@@ -102,7 +103,7 @@ def _score_one(
             block_detection=block_detection,
             static_only=True,
         )
-        _, metrics = score_run(job)
+        _, metrics = score_run(job, ocr_cache=machine_words_cache())
     except Exception as error:  # noqa: BLE001 - recorded on the snapshot; the others go on
         return SnapshotScore(
             n=n,
