@@ -2,7 +2,8 @@
 
 They read bytes, decode them whole and parse with orjson where orjson agrees with `json` (P-49);
 the reference below is the text-mode, `json.loads` reader they replaced, and every value, type,
-line number and error must come out the same.
+line number and error must come out the same. One rule was added since (P-69): an integer
+outside 64 bits is dropped where it stands and named, and the reference does the same.
 """
 
 from __future__ import annotations
@@ -16,7 +17,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veriharness.runfolder._files import read_object, read_object_lines
+from veriharness.runfolder._files import read_object, read_object_lines, shown_integer
+
+
+def _without_wide(value: Any, where: str, errors: list[str], loc: str = "") -> Any:
+    """`value` without the integers outside 64 bits, each named in `errors` (P-69)."""
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    kept = []
+    for key, item in pairs:
+        place = f"{loc}{key}"
+        if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:
+            errors.append(
+                f"{where}: {place}: {shown_integer(item)} is outside the 64-bit integer range;"
+                " dropped"
+            )
+        elif isinstance(item, dict | list):
+            kept.append((key, _without_wide(item, where, errors, f"{place}.")))
+        else:
+            kept.append((key, item))
+    return dict(kept) if isinstance(value, dict) else [item for _, item in kept]
 
 
 def _reference_lines(path: Path, name: str, errors: list[str]) -> list[dict[str, Any]] | None:
@@ -36,7 +55,7 @@ def _reference_lines(path: Path, name: str, errors: list[str]) -> list[dict[str,
             bad.append(number)
             continue
         if isinstance(value, dict):
-            objects.append(value)
+            objects.append(_without_wide(value, f"{name} line {number}", errors))
         else:
             bad.append(number)
     if bad:
@@ -131,10 +150,49 @@ def test_a_bad_object_file_is_named_with_the_standard_readers_error(tmp_path: Pa
 
 def test_an_object_file_with_a_long_integer_keeps_it_exact(tmp_path: Path) -> None:
     path = tmp_path / "outcome.json"
-    path.write_text('{"usage": {"input_tokens": 1234567890123456789012}, "cost": 0.1}')
+    path.write_text('{"usage": {"input_tokens": 1234567890123456789}, "cost": 0.1}')
     data = read_object(path, "outcome.json", [])
-    assert data == {"usage": {"input_tokens": 1234567890123456789012}, "cost": 0.1}
+    assert data == {"usage": {"input_tokens": 1234567890123456789}, "cost": 0.1}
     assert isinstance(data["usage"]["input_tokens"], int)
+
+
+def test_an_integer_past_64_bits_is_dropped_and_named_by_its_place(tmp_path: Path) -> None:
+    path = tmp_path / "outcome.json"
+    wide = "1" + "0" * 60
+    path.write_text(
+        '{"usage": {"input_tokens": 1234567890123456789012, "output_tokens": 5},'
+        f' "list": [1, {wide}, {{"x": -9223372036854775809}}, 3], "top": 9223372036854775807}}'
+    )
+    errors: list[str] = []
+    data = read_object(path, "outcome.json", errors)
+    assert data == {
+        "usage": {"output_tokens": 5},
+        "list": [1, {}, 3],
+        "top": 9223372036854775807,
+    }
+    assert errors == [
+        "outcome.json: usage.input_tokens: 1234567890123456789012 is outside the 64-bit integer"
+        " range; dropped",
+        "outcome.json: list.1: 10000000000000000000... (an integer of 61 digits) is outside the"
+        " 64-bit integer range; dropped",
+        "outcome.json: list.2.x: -9223372036854775809 is outside the 64-bit integer range; dropped",
+    ]
+
+
+def test_a_file_nested_past_the_standard_readers_depth_is_named(tmp_path: Path) -> None:
+    # A run of 19 digits sends the text to the standard reader, whose depth limit is a
+    # RecursionError, not a ValueError.
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "metrics.json"
+    path.write_text('{"n": 1234567890123456789, "deep": ' + deep + "}")
+    errors: list[str] = []
+    assert read_object(path, "metrics.json", errors) is None
+    assert errors and errors[0].startswith("metrics.json: invalid JSON (maximum recursion depth")
+    lines = tmp_path / "trace.jsonl"
+    lines.write_text('{"n": 1234567890123456789}\n{"deep": ' + deep + '}\n{"k": 2}\n')
+    errors = []
+    assert read_object_lines(lines, "trace.jsonl", errors) == [{"n": 1234567890123456789}, {"k": 2}]
+    assert errors == ["trace.jsonl: 1 line(s) not a JSON object (line 2)"]
 
 
 def test_bytes_that_are_not_utf8_are_named_by_their_place(tmp_path: Path) -> None:

@@ -9,17 +9,13 @@ from __future__ import annotations
 import sys
 from typing import Literal, overload
 
+from veriharness.runfolder._files import shown_integer
+
 __all__ = ["typed_value"]
 
 # The tables' integer columns are 64-bit (pandas Int64, parquet int64).
 _INT64 = range(-(2**63), 2**63)
 _FLOAT_MAX = int(sys.float_info.max)
-
-
-def _shown(number: int) -> str:
-    """An integer as written, or its first digits and its length when it is long."""
-    text = str(number)
-    return text if len(text) <= 40 else f"{text[:20]}... (an integer of {len(text)} digits)"
 
 
 @overload
@@ -56,9 +52,9 @@ def typed_value(value: object, dtype: str, where: str, errors: list[str]) -> obj
         errors.append(f"{where}: expected {dtype}, got {value!r:.60}")
         return None
     if dtype == "Int64" and isinstance(value, int) and value not in _INT64:
-        errors.append(f"{where}: {_shown(value)} is outside the 64-bit integer range")
+        errors.append(f"{where}: {shown_integer(value)} is outside the 64-bit integer range")
         return None
     if dtype == "Float64" and isinstance(value, int) and abs(value) > _FLOAT_MAX:
-        errors.append(f"{where}: {_shown(value)} is outside the floating-point range")
+        errors.append(f"{where}: {shown_integer(value)} is outside the floating-point range")
         return None
     return value

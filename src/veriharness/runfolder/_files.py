@@ -28,10 +28,12 @@ from veriharness._util.batch_files import describe_validation
 __all__ = [
     "JsonFile",
     "JsonLinesFile",
+    "may_hold_wide_integer",
     "read_object",
     "read_object_lines",
     "read_text",
     "salvage",
+    "shown_integer",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -82,8 +84,53 @@ def _decoded(data: bytes, name: str, errors: list[str], lenient: bool) -> str | 
 # so a file with a run of 19 or more digits anywhere is read by the standard reader), and what
 # orjson refuses (NaN, Infinity, a number past a double, an escaped lone surrogate), which the
 # standard reader decides, wording the error of a line that is bad for both.
+# An integer outside 64 bits is then a bad field: no reader of a run file can hold one (pandas'
+# Int64 and parquet's int64 overflow, orjson refuses to write it, a float column would round it),
+# so it is dropped where it stands and named, as a field of the wrong type is.
 _DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_DIGITS = b"0" * 19
+_INT64 = range(-(2**63), 2**63)
+
+
+def may_hold_wide_integer(data: bytes) -> bool:
+    """Whether JSON text `data` has a run of 19 or more digits: an integer that may not fit 64
+    bits (every integer of 18 digits does). A reader that parses such text another way (a
+    model's own JSON validation) leaves it to this module's readers."""
+    return _LONG_DIGITS in data.translate(_DIGIT_MAP)
+
+
+def shown_integer(number: int) -> str:
+    """An integer as written, or its first digits and its length when it is long."""
+    text = str(number)
+    return text if len(text) <= 40 else f"{text[:20]}... (an integer of {len(text)} digits)"
+
+
+def _drop_wide_integers(value: Any, where: str, errors: list[str]) -> None:
+    """Remove every integer outside 64 bits from `value`'s objects and arrays, each named in
+    `errors` by its place, in the order of the text."""
+    # Without recursion: the text may nest as deep as json reads.
+    stack: list[tuple[tuple[int | str, ...], Iterator[tuple[Any, int | str, Any]]]]
+    stack = [((), _members(value))]
+    drops: list[tuple[Any, int | str]] = []
+    while stack:
+        loc, members = stack[-1]
+        for node, key, item in members:
+            if isinstance(item, int) and not isinstance(item, bool) and item not in _INT64:
+                shown = f"{shown_integer(item)} is outside the 64-bit integer range; dropped"
+                errors.append(f"{where}: {_dotted((*loc, key))}: {shown}")
+                drops.append((node, key))
+            elif isinstance(item, dict | list) and item:
+                stack.append(((*loc, key), _members(item)))
+                break
+        else:
+            stack.pop()
+    for node, key in reversed(drops):  # a list's items from its end: no drop shifts another
+        del node[key]
+
+
+def _members(node: dict[str, Any] | list[Any]) -> Iterator[tuple[Any, int | str, Any]]:
+    pairs = node.items() if isinstance(node, dict) else enumerate(node)
+    return ((node, key, item) for key, item in pairs)
 
 
 def _fast_loads(text: str) -> Any:
@@ -95,7 +142,7 @@ def _fast_loads(text: str) -> Any:
 
 def _json_reader(data: bytes) -> Callable[[str], Any]:
     """The JSON reader for the text of `data` (see the notes above)."""
-    return json.loads if _LONG_DIGITS in data.translate(_DIGIT_MAP) else _fast_loads
+    return json.loads if may_hold_wide_integer(data) else _fast_loads
 
 
 def read_object(path: Path, name: str, errors: list[str]) -> dict[str, Any] | None:
@@ -104,14 +151,17 @@ def read_object(path: Path, name: str, errors: list[str]) -> dict[str, Any] | No
     text = None if data is None else _decoded(data, name, errors, lenient=False)
     if data is None or text is None:
         return None
+    loads = _json_reader(data)
     try:
-        value = _json_reader(data)(text)
-    except ValueError as exc:
+        value = loads(text)
+    except (ValueError, RecursionError) as exc:  # json's own nesting limit is a RecursionError
         errors.append(f"{name}: invalid JSON ({exc})")
         return None
     if not isinstance(value, dict):
         errors.append(f"{name}: expected a JSON object, got {type(value).__name__}")
         return None
+    if loads is json.loads:
+        _drop_wide_integers(value, name, errors)
     return value
 
 
@@ -127,10 +177,12 @@ def read_object_lines(path: Path, name: str, errors: list[str]) -> list[dict[str
     for number, line in _numbered(text):
         try:
             value = loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad.append(number)
             continue
         if isinstance(value, dict):
+            if loads is json.loads:
+                _drop_wide_integers(value, f"{name} line {number}", errors)
             objects.append(value)
         else:
             bad.append(number)

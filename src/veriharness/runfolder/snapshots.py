@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from veriharness._util.hashing import sha256_bytes
-from veriharness.runfolder._files import JsonFile, JsonLinesFile
+from veriharness.runfolder._files import JsonFile, JsonLinesFile, may_hold_wide_integer
 
 __all__ = [
     "SNAPSHOTS",
@@ -137,10 +137,15 @@ def read_index(run_dir: Path, errors: list[str]) -> tuple[list[SnapshotEntry], i
 
 def _read_whole(path: Path) -> list[SnapshotEntry] | None:
     """Every line of an index that is whole and valid, parsed and checked in one pass; None at
-    the first line that is not (the lenient reader then names what is wrong)."""
+    the first line that is not, or when it may hold an integer past 64 bits, which pydantic
+    would take (the lenient reader then names what is wrong)."""
     try:
-        lines = path.read_bytes().splitlines()
-        return [SnapshotEntry.model_validate_json(line) for line in lines if line.strip()]
+        data = path.read_bytes()
+        if may_hold_wide_integer(data):
+            return None
+        return [
+            SnapshotEntry.model_validate_json(line) for line in data.splitlines() if line.strip()
+        ]
     except (OSError, ValidationError):
         return None
 
@@ -151,9 +156,12 @@ def read_trajectory(run_dir: Path, errors: list[str]) -> TrajectoryRecord | None
     if not path.exists():
         return None
     try:
-        return TrajectoryRecord.model_validate_json(path.read_bytes())
+        data = path.read_bytes()
+        if not may_hold_wide_integer(data):  # pydantic would take an integer past 64 bits
+            return TrajectoryRecord.model_validate_json(data)
     except (OSError, ValidationError):
-        return TRAJECTORY.read(run_dir, errors)
+        pass
+    return TRAJECTORY.read(run_dir, errors)
 
 
 def materialize(run_dir: Path, entry: SnapshotEntry, out: Path) -> None:
