@@ -503,15 +503,14 @@ class _Handler(BaseHTTPRequestHandler):
             pace.observe(held, record.get("status"), self._answer_headers, _tokens(record))
 
     def _given_up(self) -> bool:
-        """The session ended, or the agent closed its connection (it sends nothing more on it
-        before its answer, so a readable socket is one at its end)."""
+        """The session ended, or the agent closed its connection. The kernel's hang-up flag
+        (POLLRDHUP) is set even behind bytes the agent sent on before closing (a pipelined
+        request), which a peek at the next byte would stop at; poll has no descriptor limit."""
         if self.server.closing:
             return True
-        try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
-        except OSError:
-            return True
+        poller = select.poll()
+        poller.register(self.connection, select.POLLRDHUP)
+        return bool(poller.poll(0))  # POLLRDHUP, or POLLHUP, POLLERR, POLLNVAL: given up
 
     def _forward(self, body: bytes, record: dict[str, Any], began: float) -> None:
         upstream = self.server.upstream
