@@ -9,11 +9,14 @@ to, or after `IDLE_SECONDS` without a request.
   render jobs one after another, so one server serves them all. Outside a job: the verb's own
   browser, as without the option.
 - `workflow`: inside a SLURM job, as `slurm-job`; elsewhere the pool of the Snakemake run that
-  started the render (`WORKFLOW_POOL_ENV`, a folder the workflow makes at its start and stops at
-  its end, `start_workflow_pool`/`stop_pools`). Local render jobs run side by side, so this pool
+  started the render (`WORKFLOW_POOL_ENV`, a folder the workflow names at its start and stops at
+  its end, `new_workflow_pool`/`stop_pools`). Local render jobs run side by side, so this pool
   has slots: a render takes the first slot no other render holds, each slot with a server and a
   browser of its own, so renders never wait for each other and at most as many browsers run as
   renders ran at once. Without the variable (a render run by hand): the verb's own browser.
+  The folder's name holds its owner, the workflow's main process (`_util.lifetime`): a server
+  whose owner has ended (a Snakemake killed with SIGKILL, which runs no `onerror`) leaves within
+  `OWNER_POLL_S` of the moment no render holds its slot, not after `IDLE_SECONDS`.
 
 Why the output is the same as one browser per run: the server calls the batch mode's
 `render_answer`, and each page gets its own browser context (render.browser), so nothing one
@@ -31,6 +34,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -43,12 +47,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+from veriharness._util.lifetime import process_identity
 from veriharness.render.setup import DEFAULT_LOAD_TIMEOUT_S, RenderSetupError
 
 POOL_MODES = ("none", "slurm-job", "workflow")
 WORKFLOW_POOL_ENV = "VERIHARNESS_BROWSER_POOL"
 _SLOT_LIMIT = 1024  # far above any machine's cores: with every slot busy, wait on the last
 IDLE_SECONDS = 90.0
+OWNER_POLL_S = 1.0  # how often a server with an owner looks whether it still runs
 START_TIMEOUT_S = 60.0
 # A reply can take as long as one page load plus its capture.
 REPLY_MARGIN_S = 60.0
@@ -60,10 +66,16 @@ def pool_dir(job_id: str) -> Path:
 
 
 class Pool(NamedTuple):
-    """Where a render's pool lives, and whether it has slots (`workflow`) or one server."""
+    """Where a render's pool lives, whether it has slots (`workflow`) or one server, and the
+    process whose end ends its servers (`_util.lifetime.process_identity`), if it names one."""
 
     directory: Path
     slotted: bool
+    owner: str | None = None
+
+
+# A workflow pool's folder name: ...-wf-<owner pid>-<owner start>-<random>.
+_OWNED = re.compile(r"-wf-(\d+)-(\d+)-[0-9a-f]+$")
 
 
 def pool_for(mode: str) -> Pool | None:
@@ -83,15 +95,17 @@ def pool_for(mode: str) -> Pool | None:
         return None
     if not os.path.isabs(folder):
         raise RenderSetupError(f"{WORKFLOW_POOL_ENV} must be an absolute path, got {folder!r}")
-    return Pool(Path(folder), slotted=True)
+    owned = _OWNED.search(folder)
+    return Pool(Path(folder), slotted=True, owner=f"{owned[1]}:{owned[2]}" if owned else None)
 
 
 def new_workflow_pool() -> str:
-    """The folder of a new workflow run's pool, made by its first render (short: a socket path
-    has a length limit)."""
-    return str(
-        Path(tempfile.gettempdir()) / f"veriharness-browser-{os.getuid()}-wf-{secrets.token_hex(6)}"
-    )
+    """The folder of a new workflow run's pool, owned by this process and made by its first
+    render (short: a socket path has a length limit). The owner is in the name, not in a file:
+    a run that renders nothing, or ends before it starts, leaves nothing behind."""
+    pid, start = process_identity(os.getpid()).split(":")
+    name = f"veriharness-browser-{os.getuid()}-wf-{pid}-{start}-{secrets.token_hex(4)}"
+    return str(Path(tempfile.gettempdir()) / name)
 
 
 def stop_workflow_pool() -> None:
@@ -158,7 +172,9 @@ def _connect(path: Path, timeout: float) -> socket.socket | None:
     return client
 
 
-def _start_server(directory: Path, load_timeout_s: float, chromium: str | None) -> None:
+def _start_server(
+    directory: Path, load_timeout_s: float, chromium: str | None, owner: str | None
+) -> None:
     """Start the pool's server and wait until it listens (it binds only once Chromium runs)."""
     path = directory / "socket"
     path.unlink(missing_ok=True)  # left by a server that was killed
@@ -166,6 +182,8 @@ def _start_server(directory: Path, load_timeout_s: float, chromium: str | None) 
                "--load-timeout", str(load_timeout_s)]  # fmt: skip
     if chromium:
         command += ["--chromium", chromium]
+    if owner:
+        command += ["--owner", owner]
     with open(directory / "server.log", "ab") as log:
         server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -191,7 +209,7 @@ def render_in_pool(
     with _free_slot(pool) as directory:
         client = _connect(directory / "socket", load_timeout_s + REPLY_MARGIN_S)
         if client is None:
-            _start_server(directory, load_timeout_s, chromium)
+            _start_server(directory, load_timeout_s, chromium, pool.owner)
             client = _connect(directory / "socket", load_timeout_s + REPLY_MARGIN_S)
             if client is None:
                 raise RenderSetupError(f"browser pool server in {directory} refused the connection")

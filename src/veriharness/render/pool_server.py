@@ -3,8 +3,9 @@ one slot of a workflow's pool.
 
 Started by the first `render --browser-pool ...` of its pool folder as
 `python -m veriharness.render.pool_server`; it answers each request with the batch mode's
-`render_answer`, and leaves on a `{"stop": true}` request (`pool.stop_pools`) or after
-`IDLE_SECONDS` without a request, once no client holds the folder's lock.
+`render_answer`, and leaves on a `{"stop": true}` request (`pool.stop_pools`), after
+`IDLE_SECONDS` without a request, or, given its pool's `--owner`, within `OWNER_POLL_S` of that
+process's end; the last two once no client holds the folder's lock.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import fcntl
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from veriharness._util.lifetime import is_running
 from veriharness.render.browser import DEFAULT_LOAD_TIMEOUT_S, Renderer, RenderSetupError
 from veriharness.render.command import BatchItem, reference_size, render_answer, task_spec
-from veriharness.render.pool import IDLE_SECONDS
+from veriharness.render.pool import IDLE_SECONDS, OWNER_POLL_S
 
 __all__ = ["serve", "main"]
 
@@ -57,21 +60,31 @@ def _idle_exit(directory: Path) -> bool:
     return True  # the lock is released when the process ends, after the socket is gone
 
 
-def serve(directory: Path, load_timeout_s: float, chromium: str | None, idle_s: float) -> None:
+def serve(
+    directory: Path,
+    load_timeout_s: float,
+    chromium: str | None,
+    idle_s: float,
+    owner: str | None = None,
+) -> None:
     with Renderer(load_timeout_s, chromium) as renderer:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(directory / "socket.new"))
         listener.listen(8)
         (directory / "server.pid").write_text(f"{os.getpid()}\n")
         os.replace(directory / "socket.new", directory / "socket")
-        listener.settimeout(idle_s)
+        listener.settimeout(idle_s if owner is None else min(idle_s, OWNER_POLL_S))
+        last = time.monotonic()
         while True:
             try:
                 connection, _ = listener.accept()
             except TimeoutError:
-                if _idle_exit(directory):
+                idle = time.monotonic() - last >= idle_s
+                orphaned = owner is not None and not is_running(owner)
+                if (idle or orphaned) and _idle_exit(directory):
                     return
                 continue
+            last = time.monotonic()
             with connection, connection.makefile("rwb") as stream:
                 connection.settimeout(None)
                 line = stream.readline()
@@ -89,8 +102,9 @@ def main() -> int:
     parser.add_argument("--load-timeout", type=float, default=DEFAULT_LOAD_TIMEOUT_S)
     parser.add_argument("--chromium", default=None)
     parser.add_argument("--idle", type=float, default=IDLE_SECONDS)
+    parser.add_argument("--owner", default=None, help="pid:start of the process it ends with")
     args = parser.parse_args()
-    serve(args.dir, args.load_timeout, args.chromium, args.idle)
+    serve(args.dir, args.load_timeout, args.chromium, args.idle, args.owner)
     return 0
 
 
