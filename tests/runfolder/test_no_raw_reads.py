@@ -27,6 +27,7 @@ RUN_FILES = (
     "inferred_tags.json",
     "attempt.json",
     "finished.json",
+    "preregistration.json",
 )
 PARSERS = {
     "load",

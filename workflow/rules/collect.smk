@@ -1,5 +1,7 @@
 # Tables over every run and the paired comparisons of conditions.
 
+import json
+
 
 localrules:
     all,
@@ -62,6 +64,10 @@ if COMPARE_PAIRS:
         localrule: True
         params:
             pairs=" ".join(f"--pair {b} {t}" for b, t in COMPARE_PAIRS),
+            # The declared analysis (experiment.json's, written at the start): a changed
+            # outcome, alpha or floor flag redoes the comparison, and comparison.md names the
+            # change from the registered one.
+            analysis=json.dumps(config["analysis"], sort_keys=True),
         shell:
             "{VH} compare --experiment-dir {EXP_DIR} {params.pairs} > {log} 2>&1"
 

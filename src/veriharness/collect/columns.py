@@ -337,6 +337,21 @@ class RunFields(TypedDict, total=False):
         bool | None, Col("outcome.json:answer_present", "answer.html was produced")
     ]
     claude_version: Annotated[str | None, Col("outcome.json:claude_version", "claude CLI version")]
+    harness_version: Annotated[
+        str | None,
+        Col(
+            "run.json:provenance.harness.version",
+            "the VeriHarness package version that prepared the run",
+        ),
+    ]
+    harness_commit: Annotated[
+        str | None,
+        Col(
+            "run.json:provenance.harness.git_commit",
+            "the git commit of the VeriHarness checkout that prepared the run (null: not a "
+            "checkout)",
+        ),
+    ]
     session_id: Annotated[str | None, Col("outcome.json:session_id", "claude session id")]
     agent_tool_calls: Annotated[int, Col("derived:agent_tool_calls", "tool uses in the transcript")]
     mllm_calls: Annotated[
@@ -404,6 +419,15 @@ class RunFields(TypedDict, total=False):
         Col(
             "derived:agent_requests",
             "how many: above 1, the provider answered one run with more than one snapshot",
+        ),
+    ]
+    mllm_response_models: Annotated[
+        list[str] | None,
+        Col(
+            "derived:mllm_calls",
+            "each CallMLLM profile's answered model, as '<profile>: <model>' (the trace's "
+            "provider_model of the run's completed calls), sorted; empty when no call was "
+            "answered, null without a trace",
         ),
     ]
     render_status: Annotated[

@@ -48,6 +48,7 @@ import pandas as pd
 from veriharness._util import atomic
 from veriharness.collect.caveats import caveat_lines, run_caveats, scoring_line
 from veriharness.collect.populations import PopulationError, populations
+from veriharness.collect.registration import RegistrationCheck, registered_pair
 from veriharness.experiment.analysis import (
     AUDIT_FLAGS,
     FIDELITY_MEASURES,
@@ -72,6 +73,7 @@ __all__ = [
     "comparison_summary",
     "comparisons_markdown",
     "verdict",
+    "add_registered_verdicts",
     "recorded_analysis",
     "task_differences",
     "write_comparison",
@@ -479,6 +481,42 @@ def compare_pairs(
     return [compare_conditions(runs, b, t, seed, resamples, cells, settings) for b, t in pairs]
 
 
+def add_registered_verdicts(
+    tables: list[pd.DataFrame],
+    runs: pd.DataFrame,
+    check: RegistrationCheck,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    cells: dict[str, dict[str, str]] | None = None,
+) -> None:
+    """Each pair's verdict under the analysis registered before the first session, when the
+    analysis in force differs from it (`registered_verdict` in the pair's attrs, with its
+    primary outcome(s)); or why there is none."""
+    if check.registered is None and check.problem is None:
+        return
+    for table in tables:
+        a = table.attrs
+        pair = (a["baseline"], a["treatment"])
+        lines: list[str]
+        if check.registered is None:
+            lines = [f"No registered verdict: {check.problem}."]
+        else:
+            try:
+                registered = compare_conditions(
+                    runs, *pair, seed, resamples, cells, check.registered
+                )
+            except ComparisonError as exc:
+                lines = [f"No registered verdict: {exc}."]
+            else:
+                lines = list(registered.attrs["verdict"])
+            if not registered_pair(check, pair):
+                lines.append("This pair was not among the registered pairs.")
+        a["registered_verdict"] = lines
+        a["registered_primary"] = (
+            list(check.registered.primary) if check.registered is not None else []
+        )
+
+
 def comparisons_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """The pairs' tables stacked, each row naming its pair (comparison.csv)."""
     stacked = [
@@ -623,6 +661,7 @@ def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
         "",
         *[f"- {line}" for line in a["verdict"]],
         "",
+        *_registered_lines(a),
         f"Treatment `{a['treatment']}` minus baseline `{a['baseline']}`, paired by task (each side "
         f"the mean over the task's runs): {a['paired']} tasks. Intention to treat (`itt`): every "
         f"run of a condition counts ({counted[a['baseline']]} baseline, "
@@ -657,6 +696,20 @@ def comparison_markdown(table: pd.DataFrame, level: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _registered_lines(a: dict[str, Any]) -> list[str]:
+    """The registered analysis's verdict, beside the current one (when they differ)."""
+    lines = a.get("registered_verdict")
+    if not lines:
+        return []
+    primary = ", ".join(f"`{m}`" for m in a.get("registered_primary") or []) or "–"
+    return [
+        f"Under the analysis registered before the first session (primary {primary}):",
+        "",
+        *[f"- {line}" for line in lines],
+        "",
+    ]
+
+
 def _status_lines(counts: dict[str, dict[str, int]], head: str = "#") -> list[str]:
     """Runs per status and condition; infra_error always has a column, since a rate that differs
     between conditions is itself a confound."""
@@ -676,16 +729,25 @@ def _status_lines(counts: dict[str, dict[str, int]], head: str = "#") -> list[st
     return lines
 
 
-def comparison_summary(tables: list[pd.DataFrame]) -> str:
-    """comparison.json, for the report's first screen: each pair's verdict, counts and design
-    limits, and the caveats and excluded runs over all pairs (each once)."""
+def comparison_summary(tables: list[pd.DataFrame], check: RegistrationCheck | None = None) -> str:
+    """comparison.json, for the report's first screen: what differs from the registered
+    analysis (`registration`, shown first) or the sentence naming the registration
+    (`registration_note`), each pair's verdict (and the registered analysis's), counts and
+    design limits, and the caveats and excluded runs over all pairs (each once)."""
     pairs = [dict(t.attrs) | {"caveats": caveat_lines(t.attrs)} for t in tables]
     caveats = list(dict.fromkeys(c for p in pairs for c in p["caveats"]))
     seen: dict[str, dict[str, Any]] = {}
     for pair in pairs:
         for run in pair.get("left_out", []):
             seen.setdefault(json.dumps(run, sort_keys=True, default=str), run)
-    summary = {"pairs": pairs, "caveats": caveats, "left_out": list(seen.values())}
+    check = check or RegistrationCheck()
+    summary = {
+        "registration": check.lines,
+        "registration_note": check.note,
+        "pairs": pairs,
+        "caveats": caveats,
+        "left_out": list(seen.values()),
+    }
     return json.dumps(
         summary, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)
     )
@@ -697,13 +759,31 @@ def _fmt_p(value: float) -> str:
     return "<0.0001" if value < 1e-4 else f"{value:.4f}"
 
 
-def comparisons_markdown(tables: list[pd.DataFrame]) -> str:
-    """comparison.md: one section per pair (a single pair keeps its own top-level heading)."""
+def _registration_head(check: RegistrationCheck, tables: list[pd.DataFrame]) -> str:
+    """What differs from the registered analysis, first; the registration's name otherwise."""
+    if not check.lines:
+        return f"{check.note}\n\n" if check.note else ""
+    beside = (
+        " The registered analysis's verdict is given beside the current one under each pair's "
+        "verdict."
+        if any(t.attrs.get("registered_verdict") for t in tables)
+        else ""
+    )
+    quoted = [f"> **{line}**" for line in check.lines]
+    if beside:
+        quoted.append(f">{beside}")
+    return "\n>\n".join(quoted) + "\n\n"
+
+
+def comparisons_markdown(tables: list[pd.DataFrame], check: RegistrationCheck | None = None) -> str:
+    """comparison.md: what differs from the registered analysis first, then one section per
+    pair (a single pair keeps its own top-level heading)."""
+    first = _registration_head(check or RegistrationCheck(), tables)
     if len(tables) == 1:
-        return comparison_markdown(tables[0])
+        return first + comparison_markdown(tables[0])
     names = ", ".join(f"`{t.attrs['treatment']}` vs `{t.attrs['baseline']}`" for t in tables)
     head = f"# Comparisons\n\n{len(tables)} pairs, each on its own: {names}.\n\n"
-    return head + "\n".join(comparison_markdown(t, level=2) for t in tables)
+    return first + head + "\n".join(comparison_markdown(t, level=2) for t in tables)
 
 
 def recorded_analysis(path: Path) -> tuple[dict[str, dict[str, str]] | None, AnalysisSettings]:
@@ -727,11 +807,13 @@ def recorded_analysis(path: Path) -> tuple[dict[str, dict[str, str]] | None, Ana
     return cells, settings
 
 
-def write_comparison(exp_dir: Path, tables: list[pd.DataFrame]) -> Path:
+def write_comparison(
+    exp_dir: Path, tables: list[pd.DataFrame], check: RegistrationCheck | None = None
+) -> Path:
     """comparison.csv, comparison.md and comparison.json into `exp_dir`; returns the CSV."""
     csv = exp_dir / "comparison.csv"
     with atomic.replacing(csv) as tmp:
         comparisons_table(tables).to_csv(tmp, index=False)
-    atomic.write_text(exp_dir / "comparison.md", comparisons_markdown(tables))
-    atomic.write_text(exp_dir / "comparison.json", comparison_summary(tables))
+    atomic.write_text(exp_dir / "comparison.md", comparisons_markdown(tables, check))
+    atomic.write_text(exp_dir / "comparison.json", comparison_summary(tables, check))
     return csv

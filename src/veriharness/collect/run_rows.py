@@ -374,6 +374,13 @@ def extract_run(exp_dir: Path, experiment: str, key: RunKey) -> RunExtract:
         row["mllm_calls"] = len(calls)
         row["mllm_calls_failed"] = outcomes["failed"]
         row["mllm_calls_rejected"] = outcomes["rejected"]
+        row["mllm_response_models"] = sorted(
+            {
+                f"{c.get('resolved_profile') or '?'}: {model}"
+                for c in calls
+                if (model := c.get("provider_model")) is not None
+            }
+        )
     if not external:
         row["attempts"], row["attempt_causes"] = _attempt_columns(run_dir, names, outcome, errors)
     inferred = [] if external else _inferred_rows(run_dir, names, errors)

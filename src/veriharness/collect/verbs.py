@@ -143,10 +143,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
     from veriharness.collect.compare import (
         ComparisonError,
+        add_registered_verdicts,
         compare_pairs,
         recorded_analysis,
         write_comparison,
     )
+    from veriharness.collect.registration import registration_check
 
     runs_path = args.runs or args.experiment_dir / "tables" / "runs.parquet"
     if not runs_path.is_file():
@@ -154,13 +156,17 @@ def run_compare(args: argparse.Namespace) -> int:
         return 2
     try:
         cells, settings = recorded_analysis(args.experiment_dir / "experiment.json")
-        tables = compare_pairs(
-            pd.read_parquet(runs_path), _pairs(args), args.seed, args.resamples, cells, settings
-        )
+        runs = pd.read_parquet(runs_path)
+        pairs = _pairs(args)
+        tables = compare_pairs(runs, pairs, args.seed, args.resamples, cells, settings)
     except ComparisonError as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
-    csv = write_comparison(args.experiment_dir, tables)
+    check = registration_check(args.experiment_dir, settings, pairs, runs)
+    add_registered_verdicts(tables, runs, check, args.seed, args.resamples, cells)
+    csv = write_comparison(args.experiment_dir, tables, check)
+    for line in check.lines:
+        print(f"compare: {line}")
     for table in tables:
         print(
             f"compare: {table.attrs['treatment']} vs {table.attrs['baseline']}: "

@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from veriharness.experiment.record import ExperimentRecord
 
 __all__ = [
     "add_check_arguments",
@@ -93,11 +97,45 @@ def run_check_experiment(args: argparse.Namespace) -> int:
             f"check-experiment: the record changed; the earlier one is kept as {kept} "
             f"(`veriharness record diff {kept} {args.out}` shows what changed)"
         )
+    _registration_lines(record, args.out.parent)
     for line in manifest_warnings(defn.root / config.tasks_dir):
         print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     for line in design_warnings(config.analysis, len(defn.selected_task_ids), stated_counts(defn)):
         print(f"check-experiment: WARNING: {line}", file=sys.stderr)
     return 0
+
+
+def _registration_lines(record: ExperimentRecord, exp_dir: Path) -> None:
+    """Register the analysis at the first start (preregistration.json), or say how this start
+    differs from the registration; and warn of a claude CLI other than the finished runs'."""
+    from veriharness.prepare.preregistration import claude_drift, register
+
+    found = register(record, exp_dir)
+    value = found.value
+    if found.written and value is not None and value.before_sessions:
+        print(
+            f"check-experiment: the analysis and the run matrix are registered before any "
+            f"session in {found.path} (digest {value.digest})"
+        )
+    elif found.written and value is not None:
+        print(
+            f"check-experiment: WARNING: {value.sessions_found} session(s) had started before "
+            f"this experiment was first registered, so {found.path} registers no analysis and "
+            "says so (compare will say the analysis was not locked before the sessions)",
+            file=sys.stderr,
+        )
+    elif found.differences and value is not None:
+        print(
+            f"check-experiment: the registration {found.path} ({value.digest}, "
+            f"{value.created_at}) stands, never rewritten: "
+            + "; ".join(found.differences)
+            + "; compare names the change beside the verdict"
+        )
+    for problem in found.problems:
+        print(f"check-experiment: WARNING: {found.path}: {problem}", file=sys.stderr)
+    drift = claude_drift(record, exp_dir)
+    if drift is not None:
+        print(f"check-experiment: WARNING: {drift}", file=sys.stderr)
 
 
 def add_hash_files_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
-"""What the main Snakemake job prints last (the workflow's `onsuccess`): the first line of each
-compared pair's verdict and where comparison.md and the report are.
+"""What the main Snakemake job prints last (the workflow's `onsuccess`): what differs from the
+analysis registered before the first session (comparison.json's `registration`), the first line
+of each compared pair's verdict and where comparison.md and the report are.
 
 The verdict is read from comparison.json (`pairs[].verdict`, the lines comparison.md's verdict is
 made of), so comparison.md's wording may change freely; a comparison.json that cannot be read is
@@ -46,6 +47,16 @@ def _first_line(value: Any) -> str | None:
     return None
 
 
+def _registration(summary: Path) -> list[str]:
+    """What differs from the analysis registered before the first session (comparison.json's
+    `registration`), first."""
+    try:
+        found = json.loads(summary.read_text(encoding="utf-8")).get("registration")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [line for line in found if isinstance(line, str)] if isinstance(found, list) else []
+
+
 def _verdicts(summary: Path) -> list[str]:
     """One line per compared pair: its verdict's first sentence, or why there is none."""
     try:
@@ -54,7 +65,7 @@ def _verdicts(summary: Path) -> list[str]:
             raise TypeError(f"field 'pairs' is a {type(pairs).__name__}, expected a list")
     except (OSError, ValueError, KeyError, TypeError) as error:
         return [f"Verdict: {summary} cannot be read ({error}); read comparison.md"]
-    lines = []
+    lines = [line.replace("`", "") for line in _registration(summary)]
     for pair in pairs:
         pair = pair if isinstance(pair, dict) else {}
         line = _first_line(pair.get("verdict")) or "none stated; read comparison.md"

@@ -166,6 +166,14 @@ def _verdict_html(summary: dict[str, Any], exp_dir: Path) -> str:
         counted = pair.get("runs_counted", {})
         head = ["primary outcome", "analysis", "tasks", "baseline / treatment", "diff", "95% CI"]
         sentences = "".join(f"<li>{_with_code(line)}</li>" for line in pair.get("verdict", []))
+        registered = pair.get("registered_verdict") or []
+        if registered:
+            primary = ", ".join(map(str, pair.get("registered_primary") or [])) or "–"
+            listed = "".join(f"<li>{_with_code(line)}</li>" for line in registered)
+            sentences += (
+                "<li>Under the analysis registered before the first session (primary "
+                f"<code>{esc(primary)}</code>):<ul>{listed}</ul></li>"
+            )
         design = "; ".join(
             f"{d['family']}: {d['outcomes']} outcome(s), smallest p(Holm) "
             f"{_number(float(d['smallest_p_holm']))}"
@@ -291,8 +299,14 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
         left_html = _table(left, ["condition", "task", "rep", "reason"])
     else:
         left_html = "<p>None: every run of both conditions counts.</p>"
+    registration = "".join(
+        f"<p class='caveat'><b>{_with_code(str(line))}</b></p>"
+        for line in summary.get("registration") or []
+    )
+    note = summary.get("registration_note")
+    registered = f"<p>{_with_code(str(note))}</p>" if note else ""
     return (
-        f"{warnings}<h2>Verdict</h2>{_verdict_html(summary, exp_dir)}"
+        f"{registration}{warnings}<h2>Verdict</h2>{registered}{_verdict_html(summary, exp_dir)}"
         f"<h2>Runs excluded from the comparison: {len(left)} (not the agent's doing)</h2>"
         f"{left_html}{_flag_rates_html(exp_dir)}"
         f"<h2>Experiment</h2>{_table(facts, ['', ''])}"
