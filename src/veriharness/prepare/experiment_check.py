@@ -7,6 +7,9 @@ the offline model names), builds the experiment record, and guards finished paid
 used a real model and whose identity no longer matches its cell is redone only when the config
 says ``supersede_paid_runs`` (its folder is moved aside first), otherwise the start is refused.
 The lookups never print or record a base URL or a key; errors name the profile and the model.
+A start with sessions to run refuses a Claude Code CLI that is missing or not the pinned one
+(`check_claude`); one with none to run (every run of the matrix ended under its cell's identity)
+only records its absence.
 
 It sits in the prepare stage, above the run folder, because the guard reads earlier runs'
 `outcome.json` (through `runfolder.outcome`) and `run.json`.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +51,17 @@ from veriharness.runfolder.outcome import read_status
 from veriharness.runfolder.superseded import SUPERSEDED, move_to_superseded
 
 __all__ = [
+    "ClaudeUnavailable",
     "ModelCheckError",
     "PaidRunsWouldBeRedone",
     "START_ERRORS",
     "ContainmentUnavailable",
+    "check_claude",
     "check_containment",
     "check_models",
     "changed_inputs",
     "paid_runs_to_redo",
+    "sessions_to_run",
     "guard_paid_runs",
     "check_experiment",
 ]
@@ -193,6 +200,17 @@ def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return names
 
 
+def _matrix_runs(
+    defn: Definition, record: ExperimentRecord, experiment_dir: Path
+) -> Iterator[tuple[Path, str, str, str | None]]:
+    """Each session run of the matrix: its folder, condition, task and cell identity hash."""
+    for condition, tasks in record.cells.items():
+        for task in record.selected_task_ids:
+            for replicate in range(1, defn.config.replicates + 1):
+                run_dir = experiment_dir / condition / task / f"r{replicate}"
+                yield run_dir, condition, task, tasks.get(task)
+
+
 def paid_runs_to_redo(
     defn: Definition, record: ExperimentRecord, experiment_dir: Path
 ) -> list[tuple[Path, list[str]]]:
@@ -200,20 +218,45 @@ def paid_runs_to_redo(
     the workflow would redo them. Each with the inputs that changed."""
     shared = record.shared
     found = []
-    for condition, tasks in record.cells.items():
-        for task in record.selected_task_ids:
-            for replicate in range(1, defn.config.replicates + 1):
-                run_dir = experiment_dir / condition / task / f"r{replicate}"
-                if read_status(run_dir) not in _SESSION_HAPPENED:
-                    continue
-                old = _run_record(run_dir)
-                if old is None or not _paid(old):
-                    continue  # offline runs are redone freely
-                if old.get("identity_hash") == tasks.get(task):
-                    continue
-                identity, _ = cell_identity(defn, condition, task, shared)
-                found.append((run_dir, changed_inputs(old.get("identity", {}), identity)))
+    for run_dir, condition, task, cell_hash in _matrix_runs(defn, record, experiment_dir):
+        if read_status(run_dir) not in _SESSION_HAPPENED:
+            continue
+        old = _run_record(run_dir)
+        if old is None or not _paid(old):
+            continue  # offline runs are redone freely
+        if old.get("identity_hash") == cell_hash:
+            continue
+        identity, _ = cell_identity(defn, condition, task, shared)
+        found.append((run_dir, changed_inputs(old.get("identity", {}), identity)))
     return found
+
+
+def sessions_to_run(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> int:
+    """How many runs of the matrix have no ended session under their cell's identity: the
+    sessions the workflow would run (or run again)."""
+    to_run = 0
+    for run_dir, _, _, cell_hash in _matrix_runs(defn, record, experiment_dir):
+        old = _run_record(run_dir) if read_status(run_dir) in _SESSION_HAPPENED else None
+        to_run += old is None or old.get("identity_hash") != cell_hash
+    return to_run
+
+
+class ClaudeUnavailable(RuntimeError):
+    """Sessions are to run, and the pinned Claude Code CLI is missing or another version."""
+
+
+def check_claude(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> None:
+    """Refuse to start sessions without the pinned CLI, in one line naming what is missing and
+    how to get it (`_util.programs.find_claude`); with no session to run, the record's
+    `claude_version_error` is all that says it is missing."""
+    missing = record.provenance.claude_version_error
+    if missing is None:
+        return
+    to_run = sessions_to_run(defn, record, experiment_dir)
+    if to_run:
+        raise ClaudeUnavailable(
+            f"refusing to start: {to_run} session(s) to run need the Claude Code CLI, and {missing}"
+        )
 
 
 def guard_paid_runs(defn: Definition, record: ExperimentRecord, experiment_dir: Path) -> None:
@@ -272,6 +315,7 @@ START_ERRORS = (
     ModelCheckError,
     PaidRunsWouldBeRedone,
     ContainmentUnavailable,
+    ClaudeUnavailable,
 )
 
 
@@ -284,5 +328,6 @@ def check_experiment(
     check_containment(config)
     model_check = check_models(defn) if config.check_models else ModelsNotChecked()
     record = build_experiment_record(defn, model_check)
+    check_claude(defn, record, experiment_dir)
     guard_paid_runs(defn, record, experiment_dir)
     return defn, record
