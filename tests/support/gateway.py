@@ -27,12 +27,19 @@ __all__ = ["GATEWAY_KEY_ENV", "gateway_plan", "renaming_gateway"]
 GATEWAY_KEY_ENV = "VH_TEST_GATEWAY_KEY"
 
 
-def gateway_plan(tmp_path: Path, gateway: str, model: str, agent_price: TokenPrice) -> SessionPlan:
+def gateway_plan(
+    tmp_path: Path,
+    gateway: str,
+    model: str,
+    agent_price: TokenPrice,
+    system_prompt: str = TASK,
+    **overrides: Any,
+) -> SessionPlan:
     """A session naming `model` through `gateway` at `agent_price`; unsandboxed, with the
     network open (the gateway is this process's loopback port)."""
     return offline_plan(
         tmp_path,
-        TASK,
+        system_prompt,
         endpoint="gateway",
         base_url=gateway,
         api_key_env=GATEWAY_KEY_ENV,
@@ -40,6 +47,7 @@ def gateway_plan(tmp_path: Path, gateway: str, model: str, agent_price: TokenPri
         agent_price=agent_price,
         isolation="none",
         network="open",
+        **overrides,
     )
 
 
@@ -68,6 +76,8 @@ def renaming_gateway(upstream: str, named: str, answered: str | None = None) -> 
             data = answer.read().replace(OFFLINE_AGENT_MODEL.encode(), answer_name)
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.getheader("Content-Type") or "")
+            if answer.getheader("request-id"):  # passed on, as a gateway passes the provider's
+                self.send_header("request-id", answer.getheader("request-id") or "")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

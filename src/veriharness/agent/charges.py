@@ -12,7 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from veriharness.agent.proxy import Admit
-from veriharness.agent.request_record import AgentRequest, Refusal, RequestFacts
+from veriharness.agent.request_record import (
+    AgentRequest,
+    Refusal,
+    RequestFacts,
+    is_model_request,
+)
 from veriharness.experiment.prices import TokenPrice
 from veriharness.runfolder.mllm_trace import CallCompleted, read_trace
 from veriharness.runfolder.outcome import Spend
@@ -71,7 +76,9 @@ def each_record(
 
 def budget_admit(gate: SpendGate, also: Admit | None) -> Admit:
     """The proxy's admission check: refuse a request once a spending cap is reached (the gate
-    leaves the stop file that ends the session), then ask `also`, if given."""
+    leaves the stop file that ends the session), then ask `also`, if given. Every request is
+    refused then, count_tokens too (which is never charged): none reaches the provider after the
+    cap."""
 
     def admit(facts: RequestFacts) -> Refusal | None:
         try:
@@ -103,6 +110,8 @@ class AgentCharges:
         self._lock = threading.Lock()
 
     def charge(self, request: AgentRequest) -> None:
+        if not is_model_request(request.method, request.path):
+            return  # count_tokens and Claude Code's other calls are not billed as messages
         tokens = TokenCounts.of(
             request.input_tokens,
             request.output_tokens,

@@ -74,6 +74,9 @@ class SessionPlan(BaseModel):
     tool_search: bool
     isolation: Literal["bwrap", "none"]
     network: Literal["none", "open"]
+    # The server tools the proxy lets through (agent/server_tools.py); none by default, which
+    # is also the config's default: the refusal of every server tool is the safe value.
+    allow_server_tools: tuple[str, ...] = ()
     limits: SessionLimits
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
@@ -144,6 +147,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         tool_search=agent.tool_search,
         isolation=agent.isolation,
         network=agent.network,
+        allow_server_tools=agent.allow_server_tools,
         limits=agent.limits,
         offline_profiles=any(p.provider.offline for p in profiles),
         workspace_root=Path(execution.workspace_root) if execution.workspace_root else None,

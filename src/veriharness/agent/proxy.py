@@ -5,7 +5,10 @@
 
 1. checks the token (`x-api-key`, or `Authorization: Bearer`); without it the request is
    answered 401 in Anthropic's error shape, recorded, and goes nowhere;
-2. asks the admission check, if one was given (`admit`), which may refuse it (`Refusal`);
+2. refuses it when its `tools` name a server tool that `allow_server_tools` does not name
+   (`agent/server_tools.py`: web search, web fetch, code execution and the like run at the
+   provider, outside the sandbox), naming each in the error and in `server_tools_refused`;
+   then asks the admission check, if one was given (`admit`), which may refuse it (`Refusal`);
    then, with a `ProviderPace`, holds it until the provider's shared pace allows it (`held_ms`);
    a request whose agent closed its connection, or whose session ended, while it was held is
    never sent, and is recorded with the time it was held;
@@ -14,8 +17,13 @@
 4. streams the answer back as it arrives: every chunk read from upstream is written to the agent
    before it is looked at, so server-sent events pass unchanged and unbuffered; usage, the
    stop reason and the model the provider answered with are read from the events as they pass;
-5. appends one `AgentRequest` line to the record file, and tells the pace what the answer said
-   (its status, rate-limit headers and usage).
+5. appends one `AgentRequest` line to the record file, with the provider's `request-id` header
+   as `request_id`, and tells the pace what the answer said (its status, rate-limit headers and
+   usage).
+
+Only model requests (`POST .../messages`) are paced, snapshotted and priced; Claude Code's other
+calls (`/v1/messages/count_tokens` among them) pass through and are recorded with their path and
+status, and nothing else.
 
 Faults upstream reach the agent as they would from the provider itself: an HTTP error passes
 through as it came; a refused or failed connection ends the agent's connection without an answer
@@ -51,7 +59,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts
+from veriharness.agent.request_record import UNANSWERED, Refusal, RequestFacts, is_model_request
+from veriharness.agent.server_tools import refusal_message, refused_server_tools
 from veriharness.pace.provider_pace import Abandoned, ProviderPace
 from veriharness.runfolder.agent_requests import AgentRequest
 from veriharness.spend.prices import unpriced_reason
@@ -237,9 +246,11 @@ class ModelProxy(ThreadingHTTPServer):
         on_record: Callable[[AgentRequest], None] | None = None,
         pace: ProviderPace | None = None,
         on_arrival: OnArrival | None = None,
+        allow_server_tools: tuple[str, ...] = (),
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.on_arrival = on_arrival
+        self.allow_server_tools = allow_server_tools
         self._arrivals = 0
         self.pace = pace
         self.upstream = upstream
@@ -453,6 +464,12 @@ class _Handler(BaseHTTPRequestHandler):
                 error_type="authentication_error",
                 message="missing or wrong session token",
             )
+        refused = refused_server_tools(body, self.server.allow_server_tools)
+        if refused:
+            record["server_tools_refused"] = refused
+            return Refusal(
+                status=400, error_type="invalid_request_error", message=refusal_message(refused)
+            )
         if self.server.admit is None:
             return None
         facts = RequestFacts(
@@ -527,6 +544,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop_connection()
             return
         record["status"] = response.status
+        record["request_id"] = response.getheader("request-id")
         self._answer_headers = dict(response.getheaders())
         streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
         record["streamed"] = streamed
@@ -661,7 +679,7 @@ def _mark_unpriced(record: dict[str, Any], body: bytes) -> None:
 
 def _is_messages(record: dict[str, Any]) -> bool:
     """A model request (`POST .../messages`), not count_tokens or Claude Code's other calls."""
-    return record.get("method") == "POST" and str(record.get("path", "")).endswith("/messages")
+    return is_model_request(str(record.get("method")), str(record.get("path", "")))
 
 
 def _paced(record: dict[str, Any]) -> bool:
@@ -707,9 +725,12 @@ def running_proxy(
     on_record: Callable[[AgentRequest], None] | None = None,
     pace: ProviderPace | None = None,
     on_arrival: OnArrival | None = None,
+    allow_server_tools: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """Serve the proxy on 127.0.0.1 at a free port in a background thread; yield its URL."""
-    proxy = ModelProxy(upstream, token, record_path, admit, on_record, pace, on_arrival)
+    proxy = ModelProxy(
+        upstream, token, record_path, admit, on_record, pace, on_arrival, allow_server_tools
+    )
     thread = threading.Thread(target=proxy.serve_forever, name="veriharness-proxy", daemon=True)
     thread.start()
     try:

@@ -21,12 +21,20 @@ __all__ = [
     "RequestFacts",
     "Refusal",
     "AgentRequest",  # re-exported for agent/session.py until its split imports it from runfolder
+    "is_model_request",
     "read_requests",
     "longest_unanswered_s",
+    "server_tools_refused",
 ]
 
 REQUESTS_FILE = NAME
 UNANSWERED = "open when the session ended"
+
+
+def is_model_request(method: str, path: str) -> bool:
+    """A request for a model's answer (`POST .../messages`): the one kind that is paced, priced
+    and snapshotted; not `count_tokens` nor Claude Code's other calls."""
+    return method == "POST" and path.split("?")[0].rstrip("/").endswith("/messages")
 
 
 class RequestFacts(BaseModel):
@@ -60,3 +68,8 @@ def longest_unanswered_s(requests: list[AgentRequest]) -> float:
     answer from the model provider (0 when there was none)."""
     waits = [r.total_ms / 1000 for r in requests if r.open_at_end and r.status is None]
     return max(waits, default=0.0)
+
+
+def server_tools_refused(requests: list[AgentRequest]) -> list[str]:
+    """The server tool types the proxy refused in the session's requests, each once, sorted."""
+    return sorted({kind for r in requests for kind in r.server_tools_refused or []})

@@ -64,6 +64,7 @@ from veriharness.agent.request_record import (
     AgentRequest,
     longest_unanswered_s,
     read_requests,
+    server_tools_refused,
 )
 from veriharness.agent.snapshots import AnswerSnapshots
 from veriharness.agent.transcript import TranscriptSummary, summarize_transcript
@@ -413,6 +414,7 @@ def _run_claude(
                 hooks.on_record,
                 pace,
                 hooks.on_arrival,
+                plan.allow_server_tools,
             )
         )
         port_file = folder.path / "mllm.port"
@@ -521,7 +523,7 @@ def _ended_outcome(
         status, error = "resource_limit", describe_hit(limit, plan.limits)
     else:
         error = _error(plan, end.timed_out, status, cause)
-    return _outcome(
+    outcome = _outcome(
         facts,
         summary,
         status=status,
@@ -534,6 +536,8 @@ def _ended_outcome(
         clock=clock,
         error=error,
     )
+    outcome.server_tools_refused = server_tools_refused(read_requests(run_dir / REQUESTS_FILE))
+    return outcome
 
 
 def _failed_outcome(

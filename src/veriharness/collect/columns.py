@@ -333,6 +333,14 @@ class RunFields(TypedDict, total=False):
         int | None,
         Col("outcome.json:enforced_limits.disk.value", "workspace and home size limit in MiB"),
     ]
+    server_tools_refused: Annotated[
+        list[str] | None,
+        Col(
+            "outcome.json:server_tools_refused",
+            "the server tools (types) the model proxy refused the session's requests for, "
+            "sorted; empty: none; null: recorded before the refusal (P-66)",
+        ),
+    ]
     answer_present: Annotated[
         bool | None, Col("outcome.json:answer_present", "answer.html was produced")
     ]
@@ -708,6 +716,21 @@ class RequestFields(TypedDict, total=False):
             "agent_requests:max_tokens",
             "the request's max_tokens, recorded when its reply reported no usage (the caps "
             "counted it as output tokens)",
+        ),
+    ]
+    request_id: Annotated[
+        str | None,
+        Col(
+            "agent_requests:request_id",
+            "the provider's id of its answer (its request-id header); null: no answer from "
+            "the provider, or one without the header",
+        ),
+    ]
+    server_tools_refused: Annotated[
+        list[str] | None,
+        Col(
+            "agent_requests:server_tools_refused",
+            "the server tools (types) the proxy refused the request for (P-66); null: none",
         ),
     ]
     held_ms: Annotated[

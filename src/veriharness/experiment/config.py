@@ -113,6 +113,7 @@ def _repeated(values: tuple[str, ...]) -> list[str]:
 
 
 _Id = Annotated[str, StringConstraints(pattern=_ID)]
+_SERVER_TOOL = r"^[a-z][a-z0-9_]*$"  # a server tool's type, or its type without the date
 
 
 class _Strict(BaseModel):
@@ -189,6 +190,12 @@ class AgentSettings(_Strict):
     other service of the machine). open shares the machine's network (the agent's Bash can reach
     any host the machine can, and so copy a page from the web). none needs isolation bwrap.
     Hashed: it changes what a session can reach."""
+    allow_server_tools: tuple[Annotated[str, StringConstraints(pattern=_SERVER_TOOL)], ...] = ()
+    """Server tools a session may have: tools the model provider runs itself, outside the
+    sandbox and agent.network (web_search, web_fetch, code_execution, mcp_toolset, ...). The
+    model proxy refuses every request naming any other (P-66), whatever agent.network says.
+    Each entry is a tool type (web_search_20250305) or the type without its date (web_search:
+    every version). Hashed when set: it changes what a session can reach."""
     limits: SessionLimits = Field(default_factory=lambda: SessionLimits())
     """What one session may use of the machine. Recorded in every run record and outcome, not
     hashed: a limit changes how a run may end, not what it is asked."""
@@ -200,7 +207,11 @@ class AgentSettings(_Strict):
         default tools as well. `session_boundary` says the model proxy and the `mllm` server
         ran outside the sandbox (docs/decisions.md, P-19): such a session sees less than one
         before it, so earlier runs are redone rather than mixed with these."""
-        return self.model_dump(mode="json", exclude={"api_key_env", "limits"}) | {
+        # An empty allow_server_tools (the default) is left out, so the runs made before the
+        # setting keep their identities: under the default tool set Claude Code sends no
+        # server tool, so the refusal changes nothing of them (P-66).
+        unset = set() if self.allow_server_tools else {"allow_server_tools"}
+        return self.model_dump(mode="json", exclude={"api_key_env", "limits", *unset}) | {
             "tool_set": "exclusive",
             "session_boundary": "proxy-and-mllm-outside",
         }

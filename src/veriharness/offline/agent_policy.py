@@ -26,8 +26,10 @@ element of the system prompt holds one shell command (a network probe, a memory 
 loop, a disk filler) that the agent runs through Bash, in order, before the task; their results,
 failed or not, do not change what it does next (`RUNS_FIRST`). A
 `<veriharness-offline-agent-calls-first>` element holds a CallMLLM request made in the same
-order (`CALLS_FIRST`), and `ONLY_FIRST` ends the turn once those steps ran, so a test can script
-a whole session (an answer revised between calls, for instance).
+order (`CALLS_FIRST`), a `<veriharness-offline-agent-uses-first>` element a call of any other tool
+by its name and input (`USES_FIRST`: a Read, a WebSearch), and `ONLY_FIRST` ends the turn once
+those steps ran, so a test can script a whole session (an answer revised between calls, for
+instance). The offline model's stream modes are scripted the same way (`offline/stream_modes.py`).
 
 A failed tool call ends the turn and says so: the policy never retries behind the agent's back.
 A missing prerequisite (tool not offered, no reference path, no working directory, a reply it
@@ -65,11 +67,14 @@ __all__ = [
     "CALLS_FIRST",
     "ONLY_FIRST",
     "calls_first",
+    "USES_FIRST",
+    "uses_first",
     "LAYOUT_SCHEMA",
     "REVIEW_SCHEMA",
     "ToolStep",
     "tool_steps",
     "next_message",
+    "system_text",
 ]
 
 MLLM_TOOL = "mcp__mllm__call"
@@ -177,8 +182,9 @@ SNOOP_COMMAND = (
 
 RUNS_FIRST = "veriharness-offline-agent-runs-first"
 CALLS_FIRST = "veriharness-offline-agent-calls-first"
+USES_FIRST = "veriharness-offline-agent-uses-first"
 ONLY_FIRST = "<veriharness-offline-agent-only-first/>"
-_FIRST = re.compile(f"<({RUNS_FIRST}|{CALLS_FIRST})>(.*?)</\\1>", re.DOTALL)
+_FIRST = re.compile(f"<({RUNS_FIRST}|{CALLS_FIRST}|{USES_FIRST})>(.*?)</\\1>", re.DOTALL)
 _BASH_TIMEOUT_MS = 600_000
 
 
@@ -193,6 +199,13 @@ def calls_first(request: dict[str, Any]) -> str:
     return f"<{CALLS_FIRST}>{html.escape(json.dumps(request))}</{CALLS_FIRST}>"
 
 
+def uses_first(tool: str, tool_input: dict[str, Any]) -> str:
+    """The element that makes it call the tool named `tool` with `tool_input` before its task
+    (in order with the other first steps)."""
+    step = json.dumps({"tool": tool, "input": tool_input})
+    return f"<{USES_FIRST}>{html.escape(step)}</{USES_FIRST}>"
+
+
 class _FirstStep(NamedTuple):
     tool: str
     input: dict[str, Any]
@@ -205,8 +218,17 @@ def _steps_first(system: str) -> list[_FirstStep]:
         value = html.unescape(text.strip())
         if kind == RUNS_FIRST:
             steps.append(_FirstStep("Bash", _bash(value)))
+            continue
+        try:
+            loaded = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise PolicyInputError(f"<{kind}> does not hold JSON: {error}") from None
+        if kind == CALLS_FIRST:
+            steps.append(_FirstStep(MLLM_TOOL, loaded))
+        elif isinstance(loaded, dict) and isinstance(loaded.get("input"), dict):
+            steps.append(_FirstStep(str(loaded.get("tool")), loaded["input"]))
         else:
-            steps.append(_FirstStep(MLLM_TOOL, json.loads(value)))
+            raise PolicyInputError(f"<{kind}> must hold {{'tool': name, 'input': {{...}}}}")
     return steps
 
 
@@ -252,12 +274,12 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _system_text(body: dict[str, Any]) -> str:
+def system_text(body: dict[str, Any]) -> str:
     return _text_of(body.get("system"))
 
 
 def _all_text(body: dict[str, Any]) -> str:
-    texts = [_system_text(body)]
+    texts = [system_text(body)]
     for message in body.get("messages", []):
         if isinstance(message, dict):
             texts.append(_text_of(message.get("content")))
@@ -411,7 +433,7 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
     tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
     if MLLM_TOOL not in tools:
         return _end(body, f"I cannot do this task: the tool {MLLM_TOOL} was not offered.")
-    system = _system_text(body)
+    system = system_text(body)
     reference = _REFERENCE.search(system)
     if reference is None:
         return _end(body, "I cannot do this task: the system prompt names no reference image.")

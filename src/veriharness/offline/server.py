@@ -8,6 +8,12 @@ With a request log, every request is appended as one JSON line (`method`, `path`
 it is answered, so a test can prove what the model was (and was not) sent. A body that is not
 JSON is logged as text.
 
+Every answer carries a `request-id` header (`req_offline_...`), as every answer of the real API
+does, and an error's body names it too (`request_id`). The stream modes a scripted task asks for
+(`offline/stream_modes.py`: pings, thinking blocks, split usage, an `overloaded_error` in the
+middle of a stream, HTTP 529) shape the answers of the offline agent's model; `count_tokens`
+answers the request's approximate size.
+
 `running_offline_server()` runs the same server in a background thread for the agent stage and
 for tests; the `serve-offline` verb runs it in the foreground until terminated.
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import struct
@@ -42,7 +49,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from veriharness._util import atomic
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
 from veriharness.offline.agent_policy import PolicyInputError, next_message
-from veriharness.offline.sse import approx_tokens, encode_sse
+from veriharness.offline.sse import OVERLOADED, approx_tokens, encode_sse
+from veriharness.offline.stream_modes import (
+    check_thinking,
+    modes_of,
+    reasoned,
+    shape_of,
+    take_failure,
+)
 
 __all__ = [
     "FAULTS_ENV",
@@ -159,11 +173,20 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     _cut = False
     _no_usage = False
+    _request_id = ""
 
     def setup(self) -> None:
         super().setup()
         # Headers and body are two writes: without this the body waits on a delayed ACK (~40 ms).
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def parse_request(self) -> bool:
+        self._request_id = f"req_offline_{secrets.token_hex(12)}"  # one per request
+        return super().parse_request()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        super().send_response(code, message)
+        self.send_header("request-id", self._request_id)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # requests go to the request log, not stderr
@@ -198,8 +221,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value).encode("utf-8"), "application/json")
 
     def _error(self, status: int, kind: str, message: str) -> None:
+        self._json(status, self._error_body(kind, message))
+
+    def _error_body(self, kind: str, message: str) -> dict[str, Any]:
         # Anthropic's error shape; OpenAI clients read error.message and error.type from it too.
-        self._json(status, {"type": "error", "error": {"type": kind, "message": message}})
+        error = {"type": kind, "message": message}
+        return {"type": "error", "error": error, "request_id": self._request_id}
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -266,13 +293,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("retry-after", f"{faults.retry_after_s:g}")
             kinds = {429: "rate_limit_error", 529: "overloaded_error"}
             payload = json.dumps(
-                {
-                    "type": "error",
-                    "error": {
-                        "type": kinds.get(faults.status, "api_error"),
-                        "message": f"offline model fault: HTTP {faults.status}",
-                    },
-                }
+                self._error_body(
+                    kinds.get(faults.status, "api_error"),
+                    f"offline model fault: HTTP {faults.status}",
+                )
             ).encode()
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -293,14 +317,20 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the offline agent model is {OFFLINE_AGENT_MODEL!r}",
             )
             return
+        streamed = body.get("stream") is True
         try:
-            message = next_message(body)
+            modes = modes_of(body)
+            check_thinking(body)
+            if take_failure("http_529", body, modes.http_529):
+                self._json(529, self._error_body(OVERLOADED["type"], OVERLOADED["message"]))
+                return
+            message = reasoned(next_message(body), modes)
         except PolicyInputError as error:
             self._error(400, "invalid_request_error", str(error))
             return
-        streamed = body.get("stream") is True
         if streamed:
-            payload = encode_sse(message, usage=not self._no_usage)
+            cut = take_failure("overloaded_error", body, modes.overloaded_error)
+            payload = encode_sse(message, not self._no_usage, shape_of(modes, cut))
         else:
             payload = json.dumps(_usage_dropped(message.to_json(), self._no_usage)).encode()
         kind = "text/event-stream; charset=utf-8" if streamed else "application/json"

@@ -28,6 +28,9 @@ class AgentRequest(BaseModel):
     # message_start, or `model` of a JSON answer); None when the answer named none.
     response_model: str | None = None
     status: int | None = None  # None: no HTTP answer reached the agent (e.g. upstream refused)
+    # The provider's id of its answer (its `request-id` header); None: no answer from upstream
+    # (refused by the proxy, connection failed) or one without the header.
+    request_id: str | None = None
     time_to_first_byte_ms: float | None = None
     total_ms: float
     streamed: bool = False
@@ -49,6 +52,9 @@ class AgentRequest(BaseModel):
     held_ms: float | None = None
     # What went wrong telling the answer snapshots of the request (the request went on).
     arrival_error: str | None = None
+    # The server tools (their types) the request named that agent.allow_server_tools did not,
+    # for which the proxy refused it (agent/server_tools.py); None: it named none.
+    server_tools_refused: list[str] | None = None
 
 
 AGENT_REQUESTS = JsonLinesFile(NAME, AgentRequest)

@@ -120,6 +120,9 @@ class AgentOutcome(BaseModel):
     answer_present: bool = False
     # Symbolic links the agent left as its answer or its assets, never followed nor copied.
     answer_links_refused: list[str] = Field(default_factory=list)
+    # The server tools (their types) the model proxy refused the session's requests for
+    # (agent.allow_server_tools did not name them; P-66), sorted.
+    server_tools_refused: list[str] = Field(default_factory=list)
     claude_version: str | None = None
     sandboxed: bool | None = None  # None: recorded before the session boundary moved outside
     session_network: Literal["none", "open"] | None = None  # None: recorded before the setting
