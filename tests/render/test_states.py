@@ -16,7 +16,7 @@ from PIL import Image
 from support.cli import veriharness
 from veriharness.experiment.config import load_task
 from veriharness.experiment.interactions import ReferenceStates
-from veriharness.render.states import changed_region
+from veriharness.render.states import changed_box
 from veriharness.runfolder.states import AnswerStates
 
 # A switch that shows the yearly price when clicked; the hover box turns red under the mouse.
@@ -86,10 +86,10 @@ def test_render_reference_replays_each_interaction_and_viewport(tmp_path: Path) 
     by_id = {s.id: s for s in record.interactions}
     # The click changed the price below the button (and not the button: no focus ring), the
     # hover the box, typing the field.
-    price, button = by_id["yearly"].changed_region, by_id["yearly"].trigger_box
+    price, button = by_id["yearly"].changed_box, by_id["yearly"].trigger_box
     assert price.y > button.y + button.height
-    assert by_id["hint"].changed_region == by_id["hint"].trigger_box
-    assert by_id["name"].changed_region.y >= by_id["name"].trigger_box.y
+    assert by_id["hint"].changed_box == by_id["hint"].trigger_box
+    assert by_id["name"].changed_box.y >= by_id["name"].trigger_box.y
     with Image.open(folder / "states/hint.png") as after:
         box = by_id["hint"].trigger_box
         assert after.convert("RGB").getpixel((box.x + 40, box.y + 20)) == (204, 0, 0)
@@ -168,7 +168,7 @@ def test_render_replays_the_interactions_on_the_answer(tmp_path: Path) -> None:
     # The answer is the reference's page with the contract's attribute: same after-states.
     for state in ("yearly", "hint", "name"):
         after = (tmp_path / f"good-render/states/{state}.png").read_bytes()
-        assert changed_region((task / f"states/{state}.png").read_bytes(), after) is None
+        assert changed_box((task / f"states/{state}.png").read_bytes(), after) is None
     assert [(v.name, v.status) for v in good.viewports] == [("narrow", "ok")]
     with Image.open(tmp_path / "good-render/viewports/narrow.png") as narrow:
         assert narrow.size == (200, 300)

@@ -29,7 +29,7 @@ def replayed(folder: Path, interactions: list[dict[str, Any]], viewports: Any = 
                 trigger=spec.trigger,
                 value=spec.value,
                 trigger_box=Box(x=0, y=0, width=10, height=10),
-                changed_region=Box(x=0, y=0, width=20, height=20),
+                changed_box=Box(x=0, y=0, width=20, height=20),
                 changed_pixels=400,
             )
         )

@@ -10,10 +10,13 @@ so an experiment never starts on a requirement nobody replayed.
 Files a task folder gains (all written by ``render-reference``):
 
 - ``states/<id>.png``: the reference after the interaction, at the task's viewport;
-- ``states/<id>_marked.png``: the same with the trigger's box (blue) and the changed region (red);
+- ``states/<id>_marked.png``: the same with the trigger's box (blue) and the changed box (red);
 - ``states/<id>_dom.json``: the after-state's DOM facts (the block metrics' input);
 - ``viewports/<name>.png`` and ``viewports/<name>_dom.json``: the reference at that viewport;
-- ``states/states.json``: the record below.
+- ``states/states.json``: the record below. Its ``changed_box`` is the box of every viewport
+  pixel the action changed (``render.states.changed_box``); a record written before that name
+  (P-69) says ``changed_region`` and reads the same. The score stage's changed region is another
+  thing, Interaction2Code's (``score.metrics.interaction.changed_region``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
+    "CHANGED_BOX_NAMES",
     "ACTIONS",
     "ACTIONS_WITH_VALUE",
     "Action",
@@ -98,6 +102,10 @@ class ExtraViewport(BaseModel):
     """Height in CSS pixels."""
 
 
+# A states record's box of the changed pixels, read under its name before P-69 too.
+CHANGED_BOX_NAMES = AliasChoices("changed_box", "changed_region")
+
+
 class Box(BaseModel):
     """A rectangle in page pixels (left, top, width, height)."""
 
@@ -117,7 +125,7 @@ class InteractionState(BaseModel):
     trigger: str
     value: str | None
     trigger_box: Box
-    changed_region: Box
+    changed_box: Box = Field(validation_alias=CHANGED_BOX_NAMES)
     changed_pixels: int = Field(ge=1)
 
     def replays(self, interaction: Interaction) -> bool:

@@ -11,9 +11,11 @@ the answer is the task's reference, `triggers="task"`: the reference carries no 
 metric's reference side uses that selector), and the same problems are results, recorded in
 `render/states.json`.
 
-`changed_region` is the smallest box holding every pixel that differs between the viewport just
-before and just after the action. The score stage compares regions with its own metrics; this
-one decides only whether the reference changed and what its marked copy shows.
+`changed_box` is the smallest box holding every pixel that differs between the viewport just
+before and just after the action. It decides only whether the reference changed and what its
+marked copy shows; the score stage's changed region, which its `region_*` metrics compare, is
+Interaction2Code's (`score.metrics.interaction.changed_region`: insertion-aware, on whole
+pages), a different box with a different name (P-69).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ __all__ = [
     "ReplayProblem",
     "Triggers",
     "UnreplayableInteraction",
-    "changed_region",
+    "changed_box",
     "marked_copy",
     "render_answer_states",
     "render_reference_states",
@@ -66,7 +68,7 @@ _CHANGE_COLOUR = (220, 38, 38)
 _LINE = 3
 
 
-def changed_region(before: bytes, after: bytes) -> tuple[Box, int] | None:
+def changed_box(before: bytes, after: bytes) -> tuple[Box, int] | None:
     """The box around every pixel that differs between two captures of one size, and how many
     pixels differ; None when none does."""
     with Image.open(BytesIO(before)) as a, Image.open(BytesIO(after)) as b:
@@ -85,7 +87,7 @@ def changed_region(before: bytes, after: bytes) -> tuple[Box, int] | None:
 
 
 def marked_copy(after: bytes, trigger: Box | None, changed: Box | None) -> bytes:
-    """The after-state with the trigger's box (blue) and the changed region (red) outlined."""
+    """The after-state with the trigger's box (blue) and the changed box (red) outlined."""
     with Image.open(BytesIO(after)) as opened:
         image = opened.convert("RGB")
     draw = ImageDraw.Draw(image)
@@ -164,7 +166,7 @@ def replay_on_reference(
     if problem is not None:
         raise UnreplayableInteraction(named, *problem)
     assert result is not None and result.before_png is not None and capture.viewport_png
-    changed = changed_region(result.before_png, capture.viewport_png)
+    changed = changed_box(result.before_png, capture.viewport_png)
     if changed is None:
         raise UnreplayableInteraction(
             named, "no_change", "the action changes nothing on the reference"
@@ -176,7 +178,7 @@ def replay_on_reference(
         trigger=interaction.trigger,
         value=interaction.value,
         trigger_box=result.trigger_box or Box(x=0, y=0, width=0, height=0),
-        changed_region=box,
+        changed_box=box,
         changed_pixels=count,
     )
     return state, capture
@@ -206,7 +208,7 @@ def render_reference_states(
         assert capture.viewport_png is not None
         files[names["png"]] = capture.viewport_png
         files[names["marked"]] = marked_copy(
-            capture.viewport_png, state.trigger_box, state.changed_region
+            capture.viewport_png, state.trigger_box, state.changed_box
         )
         files[names["dom"]] = capture.dom.model_dump_json(indent=1) + "\n"
         states.append(state)
@@ -267,7 +269,7 @@ def _replay_on_answer(
     result = capture.act
     after = capture.viewport_png or _white(viewport)
     before = result.before_png if result is not None and result.before_png else after
-    changed = changed_region(before, after) if result is not None and result.acted else None
+    changed = changed_box(before, after) if result is not None and result.acted else None
     record = AnswerInteraction(
         id=interaction.id,
         trigger=trigger,
@@ -276,7 +278,7 @@ def _replay_on_answer(
         acted=result is not None and result.acted,
         error=capture.error if result is None or result.error is None else result.error,
         trigger_box=None if result is None else result.trigger_box,
-        changed_region=None if changed is None else changed[0],
+        changed_box=None if changed is None else changed[0],
         changed_pixels=0 if changed is None else changed[1],
     )
     names = answer_state_files(interaction.id)

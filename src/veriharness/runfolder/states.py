@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from veriharness.experiment.interactions import Box
+from veriharness.experiment.interactions import CHANGED_BOX_NAMES, Box
 from veriharness.runfolder._files import JsonFile
 from veriharness.runfolder.render import Status
 
@@ -34,8 +34,8 @@ STATES_NAME = "render/states.json"
 class AnswerInteraction(BaseModel):
     """One interaction replayed on the answer: its trigger (`trigger`, the selector the replay
     used) is the one element carrying `data-interaction="<id>"`, or for the task's own reference
-    scored as an answer the task's selector. `changed_pixels` counts the viewport pixels the
-    action changed."""
+    scored as an answer the task's selector. `changed_box` holds every viewport pixel the action
+    changed (`changed_region` in a file written before P-69) and `changed_pixels` counts them."""
 
     id: str
     trigger: str | None = None
@@ -44,7 +44,7 @@ class AnswerInteraction(BaseModel):
     acted: bool
     error: str | None = None
     trigger_box: Box | None = None
-    changed_region: Box | None = None
+    changed_box: Box | None = Field(default=None, validation_alias=CHANGED_BOX_NAMES)
     changed_pixels: int = 0
 
 

@@ -4,8 +4,10 @@ Contract (for the render and score stages; nothing here runs a browser or reads 
 
 - A state is a PIL image of the whole page; boxes are `Box(x, y, width, height)` in its pixels.
 - `changed_region(before, after)`: the part of `after` that differs from `before`, or None when
-  the two are identical. Used on the reference when `render-reference` replays an interaction
-  (the marked region) and on the answer when `score` compares states.
+  the two are identical, as Interaction2Code reads it (content inserted or removed counts, what
+  it pushed down does not). `score` takes it on both sides' whole-page states; it is not the
+  render stage's `changed_box` (the box of the changed viewport pixels that `states.json` records
+  and the marked copy shows, P-69).
 - `is_implemented(trigger_found, before, after)`: Interaction2Code's rule. The trigger exists
   (exactly one element carries the answer's trigger mark) and acting on it changed at least one
   pixel of the page. `implement_rate(flags)` is the share of True among a run's interactions.
