@@ -414,7 +414,7 @@ def test_input_summary_writes_what_the_standard_writer_writes(value, summary) ->
 
 
 def test_the_forked_writer_writes_the_tables_the_inline_one_does(tmp_path, monkeypatch) -> None:
-    exp = write_experiment(tmp_path / "results", tasks=30, replicates=2, seed=5)
+    exp = write_experiment(tmp_path / "results", tasks=30, replicates=2, seed=5, snapshots=4)
     extraction = experiment_runs.collect_runs(exp.exp_dir, jobs=1)
     monkeypatch.setattr(tables, "_FORK_FROM", 10**9)
     inline = tables.write_tables(exp.exp_dir, extraction)
@@ -426,6 +426,8 @@ def test_the_forked_writer_writes_the_tables_the_inline_one_does(tmp_path, monke
     pd.testing.assert_frame_equal(inline, forked)
     assert {p.name: p.read_bytes() for p in (exp.exp_dir / "tables").iterdir()} == written
     assert len(pd.read_csv(exp.exp_dir / "tables" / "agent_tool_calls.csv")) > 100
+    assert len(pd.read_csv(exp.exp_dir / "tables" / "trajectory.csv")) > 60
+    assert len(pd.read_csv(exp.exp_dir / "tables" / "call_effects.csv")) > 0
 
 
 def test_a_failed_forked_table_write_is_an_error_naming_the_table(tmp_path, monkeypatch) -> None:
@@ -437,7 +439,8 @@ def test_a_failed_forked_table_write_is_an_error_naming_the_table(tmp_path, monk
 
     monkeypatch.setattr(tables, "_FORK_FROM", 1)
     monkeypatch.setattr(tables, "agent_tool_calls_df", refuse)
-    with pytest.raises(tables.TableWriteError, match="agent_tool_calls table failed"):
+    failed = "agent_tool_calls, trajectory, call_effects and call_effects_by_combination tables"
+    with pytest.raises(tables.TableWriteError, match=failed):
         tables.write_tables(exp.exp_dir, extraction)
     assert (exp.exp_dir / "tables" / "runs.parquet").is_file()  # the others were written
     assert not (exp.exp_dir / "tables" / "agent_tool_calls.parquet").exists()

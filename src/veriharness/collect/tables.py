@@ -279,9 +279,11 @@ def write_summary(runs: pd.DataFrame, path: Path) -> None:
         _csv_ready(runs).to_csv(tmp, index=False)
 
 
-# Past this many tool uses the agent_tool_calls table, the largest by far (about 20 a run), is
-# built and written by a forked process while this one does the others (P-49).
+# Past this many rows, the per-event tables (the tool uses, about 20 a run, the answer's
+# versions, up to the snapshot cap a run, and what each CallMLLM call was followed by) are built
+# and written by a forked process while this one does the others (P-49).
 _FORK_FROM = 20_000
+_EVENT_TABLES = "agent_tool_calls, trajectory, call_effects and call_effects_by_combination tables"
 
 
 class TableWriteError(RuntimeError):
@@ -300,7 +302,7 @@ def _forked(name: str, work: Callable[[], None]) -> Iterator[None]:
         child.join()
     if child.exitcode != 0:
         raise TableWriteError(
-            f"writing the {name} table failed in its process (exit code {child.exitcode}); "
+            f"writing the {name} failed in its process (exit code {child.exitcode}); "
             "its error is printed above"
         )
 
@@ -309,16 +311,12 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
     """Every table into `<exp_dir>/tables/` (parquet and CSV), and the missing runs (CSV); returns
     the runs table."""
     out = Path(exp_dir) / "tables"
-    tool_uses = sum(len(ex.tool_calls) for ex in extraction.extracts)
-    side = _forked if tool_uses >= _FORK_FROM else _inline
-    with side(
-        "agent_tool_calls",
-        lambda: write_table(agent_tool_calls_df(extraction), out / "agent_tool_calls"),
-    ):
+    events = sum(len(ex.tool_calls) + len(ex.trajectory) for ex in extraction.extracts)
+    side = _forked if events >= _FORK_FROM else _inline
+    with side(_EVENT_TABLES, lambda: _write_event_tables(extraction, out)):
         calls = mllm_calls_df(extraction)
         inferred = inferred_tags_df(extraction, calls)
         runs = runs_df(extraction)
-        effects = call_effects_df(extraction)
         for name, table in (
             ("runs", runs),
             ("interactions", interactions_df(extraction)),
@@ -328,9 +326,6 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
             ("capability_combinations", capability_combinations_df(calls)),
             ("inferred_tags", inferred),
             ("tag_agreement", tag_agreement_df(inferred)),
-            ("trajectory", trajectory_df(extraction)),
-            ("call_effects", effects),
-            ("call_effects_by_combination", call_effects_by_combination_df(effects)),
         ):
             write_table(table, out / name)
     missing = pd.DataFrame(
@@ -339,6 +334,16 @@ def write_tables(exp_dir: Path, extraction: Extraction) -> pd.DataFrame:
     write_table(missing, out / "missing", ("csv",))
     print(f"collect: {len(runs)} runs -> {out}")
     return runs
+
+
+def _write_event_tables(extraction: Extraction, out: Path) -> None:
+    """The tables with a row per event of a session: its tool uses, its answer's versions and
+    the effect of each CallMLLM call."""
+    write_table(agent_tool_calls_df(extraction), out / "agent_tool_calls")
+    write_table(trajectory_df(extraction), out / "trajectory")
+    effects = call_effects_df(extraction)
+    write_table(effects, out / "call_effects")
+    write_table(call_effects_by_combination_df(effects), out / "call_effects_by_combination")
 
 
 @contextmanager
