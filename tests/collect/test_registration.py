@@ -15,6 +15,7 @@ import pytest
 from support.synthetic_runs import SyntheticExperiment, write_experiment
 from veriharness import cli
 from veriharness.experiment.analysis import AnalysisSettings
+from veriharness.report.closing import closing_lines
 from veriharness.runfolder.agent_requests import AGENT_REQUESTS, AgentRequest
 from veriharness.runfolder.preregistration import (
     PREREGISTRATION,
@@ -117,6 +118,10 @@ def test_a_changed_primary_is_named_first_and_the_registered_verdict_kept(
     assert pair["registered_primary"] == ["metric_ssim"]
     assert "metric_ssim" in pair["registered_verdict"][0]
     assert PREREGISTRATION.path(exp.exp_dir).read_bytes() == registration
+    # The main job's last lines: the change first, then the verdict.
+    closing = closing_lines(exp.exp_dir, comparison=True, report=False)
+    assert closing[0].startswith("CHANGED AFTER REGISTRATION: the primary outcome was registered")
+    assert "`" not in closing[0] and closing[1].startswith("Verdict: treat ")
 
     out, folder = exp.exp_dir / "report", str(exp.exp_dir)
     report = ["report", "--experiment-dir", folder, "--out", str(out), "--jobs", "1"]

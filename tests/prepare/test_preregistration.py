@@ -42,12 +42,13 @@ def test_the_first_start_registers_and_a_later_one_with_another_analysis_leaves_
         f"in {path} (digest {data['digest']})"
     ) in first.stdout
     assert data["before_sessions"] is True and data["sessions_found"] == 0
-    assert data["analysis"] == {
+    declared = {
         "primary": ["metric_ssim"],
         "secondary": None,
         "floor_flags": record["config"]["analysis"]["floor_flags"],
         "alpha": 0.05,
     }
+    assert {k: data["analysis"][k] for k in declared} == declared
     assert data["pairs"] == [{"baseline": "b3-absent", "treatment": "b3-present"}]
     runs = {
         (r["condition"], r["task"], r["replicate"]): r["identity_hash"]
@@ -80,6 +81,13 @@ def test_the_first_start_registers_and_a_later_one_with_another_analysis_leaves_
     assert "tasks removed: `beta`; 2 run(s) removed (b3-absent/beta/r1, b3-present/beta/r1)" in (
         changed.stdout
     )
+    swapped = '{"compare": {"baseline": "b3-present", "treatment": "b3-absent"}}'
+    pairs = check(root, "--config-json", swapped)
+    assert (
+        "stands, never rewritten: the compared pairs were registered as `b3-present` vs "
+        "`b3-absent`, are now `b3-absent` vs `b3-present`; compare names the change"
+    ) in pairs.stdout, pairs.stdout
+    assert path.read_bytes() == before
     same = check(root)  # back as registered: nothing to say
     assert same.returncode == 0 and "registration" not in same.stdout, same.stdout
 

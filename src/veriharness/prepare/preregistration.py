@@ -114,6 +114,10 @@ def registration_of(record: ExperimentRecord, sessions: int) -> Preregistration:
     return draft.model_copy(update={"digest": content_digest(draft.model_dump(mode="json"))})
 
 
+def _pairs_text(pairs: list[tuple[str, str]]) -> str:
+    return ", ".join(f"`{t}` vs `{b}`" for b, t in pairs) or "none"
+
+
 @dataclass(frozen=True)
 class Registered:
     """What the start found or wrote: the registration, whether this start wrote it, and how
@@ -149,6 +153,14 @@ def register(record: ExperimentRecord, exp_dir: Path) -> Registered:
             f"{'are' if what.endswith('s') else 'is'} now {after}"
             for what, before, after in analysis_changes(found.analysis, now)
         ]
+    if found is not None and found.pairs is not None:
+        was = [(p.baseline, p.treatment) for p in found.pairs]
+        now_pairs = comparison_pairs(record.config)
+        if set(was) != set(now_pairs):
+            differences.append(
+                f"the compared pairs were registered as {_pairs_text(was)}, are now "
+                f"{_pairs_text(now_pairs)}"
+            )
     if found is not None and found.matrix is not None:
         current = matrix_of(record.model_dump(mode="json")["matrix"], record.cells)
         differences += matrix_changes(found.matrix, current)
