@@ -567,6 +567,89 @@ def test_hostile_answers_still_yield_tables_comparison_and_report(
     assert (experiment / "report" / "index.html").is_file()
 
 
+def test_a_changed_primary_outcome_is_named_first_beside_the_registered_verdict(
+    finished: Path, project: Path
+) -> None:
+    """Issue 40: the analysis registered at the first start (before any session) stands; a start
+    with another primary outcome redoes only the comparison, which names the change first and
+    keeps the registered analysis's verdict beside the new one."""
+    registration = finished / "preregistration.json"
+    before = registration.read_bytes()
+    data = json.loads(before)
+    assert data["before_sessions"] is True and data["analysis"]["primary"] == ["metric_ssim"]
+    recorded = {(r["condition"], r["task"]): r["identity_hash"] for r in data["matrix"]["runs"]}
+    assert recorded == {
+        (c, t): json.loads((run_dir(finished, c, t) / "run.json").read_text())["identity_hash"]
+        for c in CONDITIONS
+        for t in TASKS
+    }
+    changed = snakemake(
+        project,
+        "--cores",
+        "2",
+        "analysis",
+        # allow_uncommitted: the config file is the test's own, not an input to commit.
+        extra_config="analysis: {primary: [metric_mae]}\nallow_uncommitted: true\n",
+    )
+    assert planned_jobs(changed, "compare_conditions") == 1, changed.stderr[-3000:]
+    assert planned_agent_jobs(changed) == 0 and planned_jobs(changed, "score_answer") == 0
+    text = (finished / "comparison.md").read_text()
+    assert text.splitlines()[0].startswith(
+        "> **CHANGED AFTER REGISTRATION: the primary outcome was registered as `metric_ssim` "
+        f"before any session; it is now `metric_mae`, after 4 sessions ({registration.name}: "
+        f"{data['digest']}"
+    ), text[:800]
+    verdict = text[text.index("## Verdict") :]
+    assert re.search(r"^- `b3-present` .* metric_mae relative to `b3-absent`", verdict, re.M)
+    registered = verdict.index(
+        "Under the analysis registered before the first session (primary `metric_ssim`):"
+    )
+    assert re.search(r"^- `b3-present` .* metric_ssim relative to", verdict[registered:], re.M)
+    # The main job ends on it too, before the verdict.
+    closing = changed.stderr[changed.stderr.rindex("Complete log") :]
+    assert (
+        "CHANGED AFTER REGISTRATION: the primary outcome was registered as metric_ssim" in closing
+    )
+    assert registration.read_bytes() == before
+
+
+def test_a_matrix_with_one_more_task_is_named_as_grown(
+    finished: Path, project: Path, tmp_path: Path
+) -> None:
+    """The start check of a copy of the finished experiment with a third task, and compare on
+    it: the registration stays as it was, and the comparison names the runs the matrix grew by."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(project), str(clone)], check=True)
+    shutil.copytree(ROOT / "tasks" / "settings-page", clone / "tasks" / "settings-page")
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    commit = ["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "a task"]
+    subprocess.run(["git", "-C", str(clone), *commit], check=True)
+    experiment = clone / "results" / "example"
+    shutil.copytree(finished, experiment, ignore=shutil.ignore_patterns("report", "logs"))
+    before = (experiment / "preregistration.json").read_bytes()
+    tasks = json.dumps(
+        {"tasks": [*TASKS, "settings-page"], "analysis": {"primary": ["metric_ssim"]}}
+    )
+    started = veriharness(
+        "check-experiment", "--config", clone / "config" / "test.yaml", "--config-json", tasks,
+        "--project-root", clone, "--out", experiment / "experiment.json",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "stands, never rewritten: the run matrix grew" in started.stdout, started.stdout
+    compared = veriharness(
+        "compare", "--experiment-dir", experiment, "--pair", *CONDITIONS, "--resamples", "200"
+    )
+    assert compared.returncode == 0, compared.stderr
+    first = (experiment / "comparison.md").read_text().splitlines()[0]
+    assert first.startswith(
+        "> **CHANGED AFTER REGISTRATION: the run matrix grew: it was registered as 4 runs "
+        "(2 condition(s) x 2 task(s) x 1 replicate(s)) before any session; it is now 6 runs "
+        "(2 condition(s) x 3 task(s) x 1 replicate(s)): tasks added: `settings-page`; 2 run(s) "
+        "added (b3-absent/settings-page/r1, b3-present/settings-page/r1) (after 4 sessions"
+    ), first
+    assert (experiment / "preregistration.json").read_bytes() == before
+
+
 def test_every_b3_present_run_keeps_its_versions_and_each_call_has_its_effect_row(
     finished: Path,
 ) -> None:
