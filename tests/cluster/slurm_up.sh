@@ -75,11 +75,21 @@ fi
 
 # --- slurm.conf -------------------------------------------------------------------------------
 # slurmd -C reports this machine's CPUs, sockets, cores and memory in slurm.conf syntax.
-node_line=$(slurmd -C | head -n 1)
-case "$node_line" in
+detected=$(slurmd -C | head -n 1)
+case "$detected" in
   "NodeName=$node "*) ;;
-  *) die "slurmd -C printed '$node_line', expected a line starting with 'NodeName=$node '" ;;
+  *) die "slurmd -C printed '$detected', expected a line starting with 'NodeName=$node '" ;;
 esac
+# The node offers cpu_factor times the machine's CPUs (SlurmdParameters=config_overrides lets
+# slurmd accept that). The test's jobs mostly wait (on the model, on Chromium, on each other), and
+# it runs three cluster invocations side by side: with only the real CPUs, SLURM would run two of
+# their jobs at a time, serialising the test and hiding whether Snakemake's own cap on concurrent
+# sessions holds in cluster runs.
+cpu_factor=${VERIHARNESS_SLURM_CPU_FACTOR:-4}
+cpus=$(sed -n 's/.* CPUs=\([0-9]*\).*/\1/p' <<< "$detected")
+memory=$(sed -n 's/.* RealMemory=\([0-9]*\).*/\1/p' <<< "$detected")
+[ -n "$cpus" ] && [ -n "$memory" ] || die "slurmd -C printed '$detected', without CPUs= and RealMemory="
+node_line="NodeName=$node CPUs=$((cpus * cpu_factor)) RealMemory=$memory"
 
 new_conf=$(cat <<CONF
 $marker: a one-node cluster for VeriHarness's cluster test, state in $state_dir.
@@ -99,6 +109,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 ReturnToService=2
+SlurmdParameters=config_overrides
 # Finished jobs stay visible to squeue and scontrol for an hour: Snakemake's executor reads job
 # states with squeue (there is no accounting database for sacct), and the test reads every job's
 # record once all its runs have ended, tens of minutes later on a loaded machine.

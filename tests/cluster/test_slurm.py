@@ -2,7 +2,7 @@
 
 `slurm_up.sh` starts munge, slurmctld and slurmd on this machine (root, Debian's slurm-wlm and
 munge, as `./setup.sh --test` installs them); `slurm_down.sh` stops them after the module. The
-workflow runs three times from one copy of the project that is its own git repository, each into
+workflow runs five times from one copy of the project that is its own git repository, each into
 its own results directory outside the copy:
 
 - `grouped`: `--profile profiles/slurm` as it is: one `sbatch` job per session, the render and
@@ -10,16 +10,21 @@ its own results directory outside the copy:
 - `ungrouped`: the same profile without its `groups` entries: one `sbatch` job per rule and run;
 - `agents`: the profile with sessions grouped two to a cluster job on two CPUs, as its comments
   say to set it up (`run_agent: agents`, `agents: 2`, `cores: 2`, `_nodes: 0`);
-- `local`: `--cores 2`.
+- `local`: `--cores 2`;
+- `uncapped`: only the sessions, through a profile whose `run_agent` claims no `agent_sessions`
+  (an executor that does not count sessions, as a second invocation, a restarted submitter or
+  `--immediate-submit` does not), with `--resources agent_sessions=1`: SLURM runs both session
+  jobs at once, and the cap must hold all the same (session_slots.py, P-67).
 
-Only execution settings differ, so all four must give the same run folders, the same identity
-hashes and the same table rows. Each asks for `analysis` (everything `all` makes but the report):
-the report is a local rule, whatever the profile, and these tests read none of it.
+Only execution settings differ, so the first four must give the same run folders, the same
+identity hashes and the same table rows. Each asks for `analysis` (everything `all` makes but the
+report): the report is a local rule, whatever the profile, and these tests read none of it.
 
 The one change to the profile's behaviour: the first status check comes after 2 s instead of 40 s,
 so the small matrix finishes in minutes. The runs go side by side to keep the module short; their
 outputs do not overlap, so Snakemake's locks allow it, and each SLURM run keeps its SLURM logs in
-its own folder.
+its own folder. The node offers four times the machine's CPUs (slurm_up.sh), so SLURM runs every
+mode's jobs as they come and only the caps decide how many sessions run at once.
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ EXPERIMENT = "example"
 # The rules that run as cluster jobs; the rest are `localrules` of the workflow.
 CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls", "score_trajectory"}
 GROUPED_RULES = {"render_answer", "score_answer", "annotate_calls", "score_trajectory"}
-MODES = ("grouped", "ungrouped", "agents", "local")
+MODES = ("grouped", "ungrouped", "agents", "local", "uncapped")
 CLUSTER_MODES = ["grouped", "ungrouped", "agents"]
+# The uncapped mode's command line cap (its profile's run_agent claims none of it).
+UNCAPPED_CAP = 1
 SESSIONS_PER_JOB = 2
 # What a finished run folder must hold, whatever else it holds.
 REQUIRED = ["run.json", "outcome.json", "answer/answer.html", "render/render.png",
@@ -130,7 +137,18 @@ def _agents_profile(project: Path) -> Path:
     return folder
 
 
-def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
+def _uncapped_profile(project: Path) -> Path:
+    """profiles/slurm with run_agent claiming no agent_sessions: Snakemake submits every session
+    at once, whatever the cap."""
+    settings = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    settings["set-resources"]["run_agent"]["agent_sessions"] = 0
+    folder = project.parent / "profile-uncapped"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(settings))
+    return folder
+
+
+def _start(project: Path, mode: str, args: list[str], targets: list[str]) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "VERIHARNESS_CLAUDE": str(find_claude()),
@@ -138,17 +156,25 @@ def _start(project: Path, mode: str, args: list[str]) -> subprocess.Popen[str]:
         "VERIHARNESS_SLURM_ACCOUNT": "veriharness",
     }
     command = [sys.executable, "-m", "snakemake", "--configfile",
-               f"config/cluster-test-{mode}.yaml", *args, "analysis"]  # fmt: skip
+               f"config/cluster-test-{mode}.yaml", *args, *targets]  # fmt: skip
     return subprocess.Popen(command, cwd=project, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def _results(project: Path, mode: str) -> Path:
+    config = (project / "config" / f"cluster-test-{mode}.yaml").read_text()
+    return Path(json.loads(config.split("results_dir:", 1)[1].strip()))
+
+
+def _in_results(project: Path, mode: str, paths: list[str]) -> list[str]:
+    """`results/...` targets under the mode's own results folder."""
+    return [str(_results(project, mode) / p.removeprefix("results/")) for p in paths]
 
 
 def _finish(process: subprocess.Popen[str], project: Path, mode: str) -> Finished:
     output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
     assert process.returncode == 0, f"{mode} run failed:\n{output[-8000:]}"
-    config = (project / "config" / f"cluster-test-{mode}.yaml").read_text()
-    results = Path(json.loads(config.split("results_dir:", 1)[1].strip()))
-    return Finished(results / EXPERIMENT, output)
+    return Finished(_results(project, mode) / EXPERIMENT, output)
 
 
 @pytest.fixture(scope="module")
@@ -158,10 +184,18 @@ def runs(slurm: Path, project: Path) -> dict[str, Finished]:
         "ungrouped": ["--profile", str(_ungrouped_profile(project)), *FAST_STATUS],
         "agents": ["--profile", str(_agents_profile(project)), *FAST_STATUS],
         "local": ["--cores", "2"],
-    }
-    for mode in CLUSTER_MODES:
+        "uncapped": ["--profile", str(_uncapped_profile(project)), *FAST_STATUS,
+                     "--resources", f"agent_sessions={UNCAPPED_CAP}", "mllm_requests=4"],
+    }  # fmt: skip
+    for mode in [*CLUSTER_MODES, "uncapped"]:
         arguments[mode] += ["--slurm-logdir", str(project / ".snakemake" / f"slurm-{mode}")]
-    processes = {mode: _start(project, mode, arguments[mode]) for mode in MODES}
+    # The uncapped mode asks for the sessions only: what it shows ends with them.
+    outcomes = [f"results/{EXPERIMENT}/{c}/{t}/r1/outcome.json" for c in CONDITIONS for t in TASKS]
+    processes = {
+        mode: _start(project, mode, arguments[mode],
+                     _in_results(project, mode, outcomes) if mode == "uncapped" else ["analysis"])
+        for mode in MODES
+    }  # fmt: skip
     try:
         return {mode: _finish(process, project, mode) for mode, process in processes.items()}
     finally:
@@ -202,9 +236,21 @@ def _jobs_by_rule(project: Path, mode: str) -> dict[str, list[dict[str, str]]]:
             for d in logs.iterdir()}  # fmt: skip
 
 
-def _most_at_once(jobs: list[dict[str, str]]) -> int:
-    spans = [(job["StartTime"], job["EndTime"]) for job in jobs]  # ISO times sort as text
-    return max(sum(s < end and start < e for s, e in spans) for start, end in spans)
+def _most_at_once(spans: list[tuple[str, str]]) -> int:
+    """The most spans running at one moment (ISO times of one zone sort as text). An end and a
+    start at the same second are one after the other. Counting the spans that overlap one span
+    instead gave 3 for two at a time (A, B; A ends, C starts; B ends): docs/decisions.md P-67."""
+    changes = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = most = 0
+    for _, change in changes:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def _job_spans(jobs: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """When each SLURM job started and ended, in SLURM's accounting."""
+    return [(job["StartTime"], job["EndTime"]) for job in jobs]
 
 
 def _check_resources(job: dict[str, str], rule: str, cpus: int, mem_mb: int, minutes: int) -> None:
@@ -236,7 +282,7 @@ def test_ungrouped_cluster_jobs_ran_one_per_rule_and_run(
         wanted = _wanted(profile, rule)
         for job in jobs:
             _check_resources(job, rule, 1, wanted["mem_mb"], int(wanted["runtime"]))
-    assert _most_at_once(by_rule["run_agent"]) <= _session_cap()
+    assert _most_at_once(_job_spans(by_rule["run_agent"])) <= _session_cap()
     submitted = runs["ungrouped"].output.count("has been submitted with SLURM jobid")
     assert submitted == sum(len(jobs) for jobs in by_rule.values()), runs["ungrouped"].output
     assert "has been submitted with SLURM" not in runs["local"].output
@@ -392,3 +438,49 @@ def test_tables_have_the_same_rows(runs: dict[str, Finished], mode: str) -> None
         assert _keys(cluster[name]) == _keys(frame), name
     expected = sorted((c, t, "1") for c in CONDITIONS for t in TASKS)
     assert _keys(local["tables/runs.csv"]) == expected
+
+
+def _recorded_cap(experiment: Path) -> int:
+    """agent_sessions as the mode's main Snakemake process recorded it, which run-agent holds."""
+    merged = json.loads((experiment / "config.effective.json").read_text())
+    return int(merged["scheduler"]["resources"]["agent_sessions"])
+
+
+def _outcomes(experiment: Path) -> list[dict]:
+    runs = [experiment / c / t / "r1" for c in CONDITIONS for t in TASKS]
+    return [json.loads((run / "outcome.json").read_text()) for run in runs]
+
+
+@pytest.mark.parametrize("mode", [*CLUSTER_MODES, "local", "uncapped"])
+def test_sessions_never_ran_more_at_once_than_the_cap(runs: dict[str, Finished], mode: str) -> None:
+    """From the sessions' own start and end (outcome.json), each holding a slot of the cap."""
+    experiment = runs[mode].experiment
+    cap, outcomes = _recorded_cap(experiment), _outcomes(experiment)
+    assert cap == (UNCAPPED_CAP if mode == "uncapped" else _session_cap())
+    for outcome in outcomes:
+        assert outcome["status"] == "ok", outcome
+        assert outcome["session_slot"]["of"] == cap, outcome["session_slot"]
+        assert 0 <= outcome["session_slot"]["slot"] < cap, outcome["session_slot"]
+    spans = [(o["started_at"], o["finished_at"]) for o in outcomes]
+    assert _most_at_once(spans) <= cap, spans
+
+
+def test_the_cap_held_when_the_executor_did_not_count_sessions(
+    runs: dict[str, Finished], project: Path
+) -> None:
+    """SLURM ran both session jobs at once; the second session waited in its job for the first
+    one's slot, said so in its log, and started once the first had finished."""
+    jobs = _jobs_by_rule(project, "uncapped")
+    assert set(jobs) == {"run_agent"}, sorted(jobs)
+    assert len(jobs["run_agent"]) == len(TASKS) * len(CONDITIONS)
+    assert _most_at_once(_job_spans(jobs["run_agent"])) == 2 > UNCAPPED_CAP, jobs
+    experiment = runs["uncapped"].experiment
+    first, second = sorted(_outcomes(experiment), key=lambda o: o["started_at"])
+    assert first["session_slot"]["waited_seconds"] < second["session_slot"]["waited_seconds"]
+    assert second["session_slot"]["waited_seconds"] > 0
+    assert second["started_at"] >= first["finished_at"], (first, second)
+    logs = [p.read_text() for p in (experiment / "logs" / "run_agent").glob("*/*/r1.log")]
+    waited = [log for log in logs if "waiting for one to be released" in log]
+    assert len(waited) == 1, logs
+    assert "all 1 session slots (agent_sessions=1) are held" in waited[0], waited[0]
+    assert "took session slot 0 of 1 after" in waited[0], waited[0]

@@ -86,6 +86,7 @@ from veriharness.runfolder.outcome import (
     AgentOutcome,
     AppliedLimits,
     Attempt,
+    SessionSlot,
     SessionUsage,
     Spend,
     Status,
@@ -269,12 +270,14 @@ def run_session(
     plan: SessionPlan,
     admit: Admit | None = None,
     on_record: Callable[[AgentRequest], None] | None = None,
+    slot: SessionSlot | None = None,
 ) -> AgentOutcome:
     """Run the session, again after an infra_error (up to `plan.infra_retries` times), and write
     transcript, trace, answer and outcome into the run folder.
 
     `admit`, when given, sees every model request before it goes upstream and may refuse it;
-    `on_record` gets each request's record once it is written (both for spending caps)."""
+    `on_record` gets each request's record once it is written (both for spending caps); `slot`
+    is the session slot the caller holds for it (session_slots.py), recorded in the outcome."""
     keep_earlier_attempt(plan.run_dir)
     attempts: list[Attempt] = []
     while True:
@@ -292,6 +295,7 @@ def run_session(
         attempt.files = kept.relative_to(plan.run_dir).as_posix() if kept else None
         attempts.append(attempt)
     outcome.attempts = [*attempts, attempt]
+    outcome.session_slot = slot
     AGENT_OUTCOME.write(plan.run_dir, outcome)
     if outcome.status != "not_started":
         try:

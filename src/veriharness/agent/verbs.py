@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import ExitStack
 from pathlib import Path
 
 __all__ = [
@@ -24,6 +25,7 @@ def run_run_agent(args: argparse.Namespace) -> int:
     from veriharness.agent.attempts import restore_finished
     from veriharness.agent.plan import plan_session
     from veriharness.agent.session import end_session_on_sigterm, run_session
+    from veriharness.agent.session_slots import NodeLocalLocks, held_slot, session_cap
     from veriharness.experiment.config import load_config
     from veriharness.runfolder.outcome import AGENT_OUTCOME
 
@@ -42,7 +44,16 @@ def run_run_agent(args: argparse.Namespace) -> int:
             f"{args.run_dir}` makes the workflow redo it)"
         )
         return 0
-    outcome = run_session(plan)
+    # The cap on concurrent sessions, held here whatever the executor did (P-67).
+    with ExitStack() as held:
+        try:
+            cap = session_cap(args.config)
+            label = "/".join(plan.run_dir.parts[-3:])
+            slot = held.enter_context(held_slot(plan.ledger.experiment_dir, cap, label))
+        except (ValueError, NodeLocalLocks) as refused:
+            print(f"run-agent: {refused}")
+            return 2
+        outcome = run_session(plan, slot=slot)
     print(f"{args.run_dir}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
     # A failed session is a recorded outcome, not a pipeline failure.
     return 0

@@ -282,6 +282,14 @@ class RunFields(TypedDict, total=False):
             "extended its wall-clock limit; not the model's time)",
         ),
     ]
+    slot_wait_seconds: Annotated[
+        float | None,
+        Col(
+            "outcome.json:session_slot.waited_seconds",
+            "seconds run-agent waited for a free slot of agent_sessions before the session "
+            "(before started_at; null: run without the cap, outside Snakemake; P-67)",
+        ),
+    ]
     mllm_connected: Annotated[
         bool | None, Col("outcome.json:mllm_connected", "mllm server connected")
     ]

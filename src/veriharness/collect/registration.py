@@ -28,6 +28,7 @@ from veriharness.runfolder.preregistration import (
     analysis_changes,
     matrix_changes,
     matrix_of,
+    pairs_text,
     read_preregistration,
 )
 
@@ -63,10 +64,6 @@ def sessions_run(runs: pd.DataFrame) -> int:
     if "answer_source" in current:
         ran &= current["answer_source"].ne("external").fillna(True).astype(bool)
     return int(ran.sum())
-
-
-def _pairs_text(pairs: list[tuple[str, str]]) -> str:
-    return ", ".join(f"`{t}` vs `{b}`" for b, t in pairs) or "none"
 
 
 def registration_check(
@@ -150,7 +147,7 @@ def _changes(
         if set(was) != set(pairs):
             lines.append(
                 f"CHANGED AFTER REGISTRATION: the compared pairs were registered as "
-                f"{_pairs_text(was)} before any session; they are now {_pairs_text(pairs)}, "
+                f"{pairs_text(was)} before any session; they are now {pairs_text(pairs)}, "
                 f"{after}."
             )
     if found.matrix is not None:

@@ -34,6 +34,7 @@ from veriharness.runfolder.preregistration import (
     content_digest,
     matrix_changes,
     matrix_of,
+    pairs_text,
     read_preregistration,
     write_once,
 )
@@ -114,10 +115,6 @@ def registration_of(record: ExperimentRecord, sessions: int) -> Preregistration:
     return draft.model_copy(update={"digest": content_digest(draft.model_dump(mode="json"))})
 
 
-def _pairs_text(pairs: list[tuple[str, str]]) -> str:
-    return ", ".join(f"`{t}` vs `{b}`" for b, t in pairs) or "none"
-
-
 @dataclass(frozen=True)
 class Registered:
     """What the start found or wrote: the registration, whether this start wrote it, and how
@@ -158,8 +155,8 @@ def register(record: ExperimentRecord, exp_dir: Path) -> Registered:
         now_pairs = comparison_pairs(record.config)
         if set(was) != set(now_pairs):
             differences.append(
-                f"the compared pairs were registered as {_pairs_text(was)}, are now "
-                f"{_pairs_text(now_pairs)}"
+                f"the compared pairs were registered as {pairs_text(was)}, are now "
+                f"{pairs_text(now_pairs)}"
             )
     if found is not None and found.matrix is not None:
         current = matrix_of(record.model_dump(mode="json")["matrix"], record.cells)

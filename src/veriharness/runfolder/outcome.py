@@ -23,6 +23,7 @@ __all__ = [
     "Attempt",
     "ExternalOutcome",
     "Outcome",
+    "SessionSlot",
     "SessionUsage",
     "Spend",
     "Status",
@@ -61,6 +62,15 @@ class SessionUsage(BaseModel):
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+
+
+class SessionSlot(BaseModel):
+    """The session slot a session held (agent/session_slots.py, P-67): which of how many, and how
+    long it waited for it before its attempts began."""
+
+    slot: int
+    of: int
+    waited_seconds: float
 
 
 class Attempt(BaseModel):
@@ -114,6 +124,9 @@ class AgentOutcome(BaseModel):
     # and the proxy's holds of its requests (which extend its wall clock).
     admission_wait_seconds: float | None = None
     paced_seconds: float | None = None
+    # The slot of `agent_sessions` it held (the wait for it came before started_at); None: run
+    # without the cap (outside Snakemake), or recorded before the slots.
+    session_slot: SessionSlot | None = None
     session_id: str | None = None
     mllm_connected: bool | None = None
     session_tools: list[str] | None = None  # the tools the session's init event listed

@@ -46,6 +46,7 @@ __all__ = [
     "content_digest",
     "matrix_changes",
     "matrix_of",
+    "pairs_text",
     "read_preregistration",
     "run_name",
     "write_once",
@@ -184,6 +185,11 @@ def matrix_of(
 
 def run_name(run: RegisteredRun) -> str:
     return f"{run.condition}/{run.task}/r{run.replicate}"
+
+
+def pairs_text(pairs: Sequence[tuple[str, str]]) -> str:
+    """Compared pairs worded, treatment first (`a` vs `b`)."""
+    return ", ".join(f"`{t}` vs `{b}`" for b, t in pairs) or "none"
 
 
 def _listed(values: Sequence[str] | None, none: str) -> str:
