@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,17 +79,16 @@ def test_the_setting_is_hashed_only_when_it_names_a_tool() -> None:
         AgentSettings(allow_server_tools=("Web Search",))
 
 
-@pytest.fixture()
-def proxy(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path, Path]]:
-    """The real proxy in front of the real offline model, allowing what the test's marker
-    names; yields its URL, its record file and the model's request log."""
-    allow = tuple(getattr(request, "param", ()))
+@contextmanager
+def _proxy(tmp_path: Path, allow: tuple[str, ...] = ()) -> Iterator[str]:
+    """The real proxy in front of the real offline model, allowing `allow`; yields its URL. Its
+    records are whole once the block ends (the proxy writes a request's line after its answer)."""
     received, records = tmp_path / "received.jsonl", tmp_path / REQUESTS_FILE
     with (
         running_offline_server(received) as offline,
         running_proxy(Upstream(offline, None), TOKEN, records, allow_server_tools=allow) as url,
     ):
-        yield url, records, received
+        yield url
 
 
 def _post(url: str, body: bytes, path: str = "/v1/messages") -> httpx.Response:
@@ -96,43 +96,40 @@ def _post(url: str, body: bytes, path: str = "/v1/messages") -> httpx.Response:
     return httpx.post(url + path, content=body, headers=headers, timeout=60)
 
 
-def _received(log: Path) -> list[dict[str, Any]]:
+def _received(tmp_path: Path) -> list[dict[str, Any]]:
+    log = tmp_path / "received.jsonl"
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def test_the_proxy_refuses_a_server_tool_by_name_and_sends_nothing(
-    proxy: tuple[str, Path, Path],
-) -> None:
-    url, records, received = proxy
+def test_the_proxy_refuses_a_server_tool_by_name_and_sends_nothing(tmp_path: Path) -> None:
     escaped = json.dumps(_body([{"type": WEB_SEARCH, "name": "web_search"}]))
     escaped = escaped.replace("web_search_", "web\\u005fsearch_")
     batch = {"requests": [{"custom_id": "a", "params": _body([{"type": "web_fetch_20250910"}])}]}
-    answers = [
-        _post(url, escaped.encode()),
-        _post(url, json.dumps(batch).encode(), "/v1/messages/batches"),
-    ]
+    with _proxy(tmp_path) as url:
+        answers = [
+            _post(url, escaped.encode()),
+            _post(url, json.dumps(batch).encode(), "/v1/messages/batches"),
+        ]
     for answer, kind in zip(answers, [WEB_SEARCH, "web_fetch_20250910"], strict=True):
         assert answer.status_code == 400
         error = answer.json()["error"]
         assert error["type"] == "invalid_request_error"
         assert kind in error["message"] and "agent.allow_server_tools" in error["message"]
-    lines = read_requests(records)
+    lines = sorted(read_requests(tmp_path / REQUESTS_FILE), key=lambda r: r.seq or 0)
     assert [r.server_tools_refused for r in lines] == [[WEB_SEARCH], ["web_fetch_20250910"]]
     assert all(r.request_id is None and "refused by the proxy" in (r.error or "") for r in lines)
-    assert _received(received) == []  # neither reached the model
+    assert _received(tmp_path) == []  # neither reached the model
 
 
-@pytest.mark.parametrize("proxy", [("web_search",)], indirect=True)
-def test_a_named_server_tool_passes_with_the_providers_request_id(
-    proxy: tuple[str, Path, Path],
-) -> None:
-    url, records, received = proxy
-    answer = _post(url, json.dumps(_body([{"type": WEB_SEARCH, "name": "web_search"}])).encode())
+def test_a_named_server_tool_passes_with_the_providers_request_id(tmp_path: Path) -> None:
+    with _proxy(tmp_path, ("web_search",)) as url:
+        body = _body([{"type": WEB_SEARCH, "name": "web_search"}])
+        answer = _post(url, json.dumps(body).encode())
     assert answer.status_code == 200
-    (line,) = read_requests(records)
+    (line,) = read_requests(tmp_path / REQUESTS_FILE)
     assert line.server_tools_refused is None
     assert line.request_id == answer.headers["request-id"] and line.request_id.startswith("req_")
-    (sent,) = _received(received)
+    (sent,) = _received(tmp_path)
     assert sent["body"]["tools"] == [{"type": WEB_SEARCH, "name": "web_search"}]
 
 
