@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -341,17 +342,64 @@ def test_an_interactive_task_asks_for_each_after_state_then_wires_its_trigger() 
     ]
     with_b3 = _tool(next_message(_body(INTERACTIVE_TASK + B3, [LAYOUT_TURN, STATE_TURN])))
     page = with_b3.input["content"]
-    assert '<main data-interaction="open">' in page
+    # The trigger is the line the after-state changed ("Title" became "Panel open").
+    assert '<p data-interaction="open" style="margin:' in page and "Title &lt;b&gt;</p>" in page
+    assert page.count(' data-interaction="') == 1
     assert '<main data-state="open" hidden>' in page and "Panel open" in page
     assert "addEventListener('click'" in page
     # Without B3, the planted weakness: the trigger is marked, but nothing acts on it.
     without = _tool(next_message(_body(INTERACTIVE_TASK, [LAYOUT_TURN, STATE_TURN])))
     dead = without.input["content"]
-    assert '<main data-interaction="open">' in dead and "<script>" not in dead
+    assert '<p data-interaction="open"' in dead and "<script>" not in dead
     # After the write, the usual path: B3 renders the draft, no B3 ends the turn.
     turns = [LAYOUT_TURN, STATE_TURN, WRITE_TURN]
     assert _tool(next_message(_body(INTERACTIVE_TASK + B3, turns))).name == "Bash"
     assert "answer.html" in _text(next_message(_body(INTERACTIVE_TASK, turns)))
+
+
+TWO_INTERACTIONS = INTERACTIVE_TASK + (
+    "- `greet` (type 'Ada (admin)'): Typing a name shows a greeting. After-state: "
+    "`states/greet.png`; marked copy: `states/greet_marked.png`.\n"
+)
+GREET_LAYOUT = {**LAYOUT, "text_lines": [LAYOUT["text_lines"][0], {**LAYOUT["text_lines"][1],
+                "text": "Hello, Ada (admin)"}]}  # fmt: skip
+GREET_TURN: Turn = (MLLM_TOOL, {}, json.dumps(GREET_LAYOUT), False)
+
+
+def test_every_stated_interaction_gets_a_trigger_of_its_own() -> None:
+    second = _tool(next_message(_body(TWO_INTERACTIONS, [LAYOUT_TURN, STATE_TURN])))
+    assert second.input["inputs"] == [
+        {"kind": "image", "label": "reference", "path": "states/greet.png"}
+    ]
+    turns = [LAYOUT_TURN, STATE_TURN, GREET_TURN]
+    page = _tool(next_message(_body(TWO_INTERACTIONS + B3, turns))).input["content"]
+    assert (
+        page.count('data-interaction="open"') == 1 and page.count('data-interaction="greet"') == 1
+    )
+    # Typing goes into a field: a transparent input laid over the line the greeting replaces.
+    field = re.search(r'<p style="([^"]*)">First line<input data-interaction="greet"', page)
+    assert field is not None and field.group(1).endswith(";position:relative")
+    assert '<main data-state="open" hidden>' in page and '<main data-state="greet" hidden>' in page
+    assert "addEventListener('click', () => show(\"open\"))" in page
+    assert "addEventListener('input', () => show(\"greet\"))" in page
+    dead = _tool(next_message(_body(TWO_INTERACTIONS, turns))).input["content"]
+    assert 'data-interaction="greet"' in dead and "<script>" not in dead
+
+
+def test_a_choice_trigger_is_a_select_holding_the_stated_value() -> None:
+    from veriharness.offline.page import StateLayout, build_page
+
+    states = [StateLayout("lang", "select", STATE_LAYOUT, "php"),
+              StateLayout("enter", "key", GREET_LAYOUT, "Enter"),
+              StateLayout("tip", "hover", LAYOUT)]  # fmt: skip
+    page = build_page(LAYOUT, states=states)
+    assert '<select data-interaction="lang"' in page and '<option value="php"></option>' in page
+    assert '<input data-interaction="enter"' in page
+    for event, state in (("change", "lang"), ("keydown", "enter"), ("mouseenter", "tip")):
+        assert f"addEventListener('{event}', () => show(\"{state}\"))" in page
+    # Three triggers on three elements; the region holds no trigger's element, so it may hold one.
+    assert page.count(' data-interaction="') == 3
+    assert '<div class="figure" data-interaction="tip"' in page
 
 
 def test_a_static_task_page_is_unchanged_by_the_states_option() -> None:

@@ -38,6 +38,7 @@ cannot read) also ends the turn with an explanation, so the transcript shows why
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import re
@@ -249,8 +250,12 @@ def _bash(command: str) -> dict[str, Any]:
 _REFERENCE = re.compile(r"(?<![\w/.-])((?:/?[\w.-]+/)*[\w.-]*reference[\w.-]*\.(?:png|jpe?g|webp))")
 _WORKDIR = re.compile(r"(?:Primary working directory|Working directory):\s*(/\S+)")
 _VERIFICATION = "<verification_policy>"
-# An interaction line of the interactive task module: id, action, after-state image.
-_INTERACTION = re.compile(r"^- `([\w-]+)` \((\w+)[^)]*\):.*?After-state: `([^`]+)`", re.MULTILINE)
+# An interaction line of the interactive task module: id, action, the action's value as Python
+# writes a string (`experiment.interactions.interactions_text`), after-state image.
+_VALUE = r"""(?: '(?:[^'\\]|\\.)*'| "(?:[^"\\]|\\.)*")?"""
+_INTERACTION = re.compile(
+    rf"^- `([\w-]+)` \((\w+)({_VALUE})\):.*?After-state: `([^`]+)`", re.MULTILINE
+)
 
 
 class PolicyInputError(ValueError):
@@ -462,18 +467,23 @@ def next_message(body: dict[str, Any]) -> AssistantMessage:
         return _end(body, f"Stopping: the {last.name} call failed: {last.result[:500]}")
     interactions = _INTERACTION.findall(system)
     if len(steps) <= len(interactions):
-        state_id, _, image = interactions[len(steps) - 1]
+        state_id, _, _, image = interactions[len(steps) - 1]
         note = f"I will ask the multimodal model for the layout after `{state_id}` ({image})."
         return _tool(body, note, MLLM_TOOL, _layout_call(image))
     states = [
-        StateLayout(state_id, action, _layout_of(step))
-        for (state_id, action, _), step in zip(interactions, steps[1:], strict=False)
+        StateLayout(state_id, action, _layout_of(step), _value(value))
+        for (state_id, action, value, _), step in zip(interactions, steps[1:], strict=False)
     ]
     steps = [steps[0], *steps[1 + len(interactions) :]]
     try:
         return _after(body, steps, reference.group(1), workdir.group(1), verify, states)
     except LayoutError as error:
         return _end(body, f"Stopping: I cannot use the model's reply: {error}")
+
+
+def _value(written: str) -> str | None:
+    """An interaction's value as the task module states it (a Python string literal), if any."""
+    return str(ast.literal_eval(written.strip())) if written else None
 
 
 def _layout_of(step: ToolStep) -> dict[str, Any]:
@@ -491,9 +501,10 @@ def _after(
     verify: bool,
     states: list[StateLayout],
 ) -> AssistantMessage:
-    """The step after the layouts are in. An interactive task's first interaction is wired to
-    the whole page; without B3 the planted weakness: the trigger is marked but nothing acts
-    on it (so the demo's Implement Rate differs by condition)."""
+    """The step after the layouts are in. Each stated interaction of an interactive task gets a
+    trigger of its own that shows its after-state (`page.build_page`); without B3 the planted
+    weakness: the triggers are marked but nothing acts on them (so the demo's Implement Rate
+    differs by condition)."""
     last = steps[-1]
     reviews = [s for s in steps[1:] if s.name == MLLM_TOOL]
     answer = f"{workdir}/{ANSWER_FILE}"

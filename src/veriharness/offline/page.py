@@ -19,12 +19,23 @@ each line the comparison paired with the draft (`line_offsets`) is edited by wha
 moved by its offset, its font size scaled by the width ratio, its colour corrected by the
 colour difference, made bold when the reference's strokes are clearly heavier. The edits are
 kept as `nudge_x`/`nudge_y`/`font_weight` fields of the line, so the measured box stays as read.
+
+An interactive task's after-states (`StateLayout`) become hidden `<main data-state="<id>">`
+copies of the page, each laid out from its own layout reply, and every stated interaction gets a
+trigger of its own on the base page (`_triggers`): the element nearest to the first thing its
+after-state changed, text lines before regions, never one inside another's trigger (a click
+would reach both). A click or hover trigger is that element; for typing, a key or a choice it is
+a transparent field (`<input>`, `<select>`) laid over the element, as the output contract wants
+the field itself marked. Acting on a trigger hides the base page and shows its after-state.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -192,7 +203,12 @@ def _extent(nodes: list[_Node]) -> tuple[int, int, int, int]:
     return left, top, right, bottom
 
 
-def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
+# Which interaction's trigger a base element holds, by the element's identity (`_triggers`).
+Marks = Mapping[int, "StateLayout"]
+_NO_MARKS: Marks = MappingProxyType({})
+
+
+def _flow(nodes: list[_Node], left: int, top: int, depth: int, marks: Marks) -> list[str]:
     """HTML for nodes placed in a container whose content box starts at (left, top)."""
     pad = "  " * depth
     out: list[str] = []
@@ -200,7 +216,7 @@ def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
     for band in _split(nodes, "y"):
         b_left, b_top, b_right, b_bottom = _extent(band)
         if len(band) == 1:
-            out += _node_html(band[0], b_top - cursor, band[0].element.x - left, depth)
+            out += _node_html(band[0], b_top - cursor, band[0].element.x - left, depth, marks)
             cursor = b_bottom
             continue
         columns = _split(band, "x")
@@ -209,7 +225,9 @@ def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
             out.append(f'{pad}<div class="stack" style="{style}">')
             inner = b_top
             for node in sorted(band, key=lambda n: (n.element.y, n.element.x)):
-                out += _node_html(node, node.element.y - inner, node.element.x - left, depth + 1)
+                out += _node_html(
+                    node, node.element.y - inner, node.element.x - left, depth + 1, marks
+                )
                 inner = node.element.y + node.element.height
             out.append(f"{pad}</div>")
         else:
@@ -219,7 +237,7 @@ def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
                 c_left, _, c_right, _ = _extent(column)
                 c_style = f"margin-left:{c_left - x_cursor}px;width:{c_right - c_left}px"
                 out.append(f'{pad}  <div class="column" style="{c_style}">')
-                out += _flow(column, c_left, b_top, depth + 2)
+                out += _flow(column, c_left, b_top, depth + 2, marks)
                 out.append(f"{pad}  </div>")
                 x_cursor = c_right
             out.append(f"{pad}</div>")
@@ -227,60 +245,137 @@ def _flow(nodes: list[_Node], left: int, top: int, depth: int) -> list[str]:
     return out
 
 
-def _node_html(node: _Node, top: int, left: int, depth: int) -> list[str]:
+def _node_html(node: _Node, top: int, left: int, depth: int, marks: Marks) -> list[str]:
     pad = "  " * depth
     element = node.element
     margin = f"margin:{top}px 0 0 {left}px"
+    mark, held, field = _trigger_markup(marks.get(id(element)))
     if element.kind == "region":
-        style = f"{margin};width:{element.width}px;height:{element.height}px;"
-        opening = f'{pad}<div class="figure" style="{style}background:{element.colour}">'
+        style = f"{margin};width:{element.width}px;height:{element.height}px;{held}"
+        style += ";" if held else ""
+        opening = (
+            f'{pad}<div class="figure"{mark} style="{style}background:{element.colour}">{field}'
+        )
         if not node.children:
             return [opening + "</div>"]
-        inner = _flow(node.children, element.x, element.y, depth + 1)
+        inner = _flow(node.children, element.x, element.y, depth + 1, marks)
         return [opening, *inner, f"{pad}</div>"]
     weight = ";font-weight:bold" if element.weight == "bold" else ""
     style = (
         f"{margin};font-size:{round(element.font_size, 1):g}px;line-height:{element.height}px;"
-        f"height:{element.height}px;color:{element.colour}{weight}"
+        f"height:{element.height}px;color:{element.colour}{weight}{';' + held if held else ''}"
     )
-    return [f'{pad}<p style="{style}">{html.escape(element.text)}</p>']
+    return [f'{pad}<p{mark} style="{style}">{html.escape(element.text)}{field}</p>']
 
 
 class StateLayout(NamedTuple):
-    """An interaction's after-state as the model described it, for `build_page`."""
+    """An interaction's after-state as the model described it, for `build_page`: its id, the
+    action (click, hover, type, select, key), the action's value when it has one, and the layout
+    reply of the after-state image."""
 
     id: str
     action: str
     layout: dict[str, Any]
+    value: str | None = None
 
 
-# The DOM event each action the offline agent can implement is taken as.
-_EVENTS = {"click": "click", "hover": "mouseenter"}
+# The DOM event each action is taken as, on the trigger (the field itself for type, key, select).
+_EVENTS = {"click": "click", "hover": "mouseenter", "type": "input", "key": "keydown",
+           "select": "change"}  # fmt: skip
+_FIELD = "position:absolute;left:0;top:0;width:100%;height:100%;margin:0;opacity:0"
 
 
-def _states_html(states: list[StateLayout], live: bool) -> tuple[list[str], str]:
-    """The hidden after-state mains, and the base main's attributes. The first state's trigger
-    is the whole base page (the agent knows no finer trigger); `live` False plants a dead one:
-    the attribute without the script that acts on it."""
-    if not states:
-        return [], ""
-    first = states[0]
+def _trigger_markup(state: StateLayout | None) -> tuple[str, str, str]:
+    """An element's trigger attribute, what its style gains, and the field laid over it (an
+    action on a field marks the field, as the output contract says)."""
+    if state is None:
+        return "", "", ""
+    mark = f' data-interaction="{html.escape(state.id)}"'
+    if state.action in ("click", "hover"):
+        return mark, "", ""
+    if state.action == "select":
+        value = html.escape(state.value or "")
+        options = f'<option value=""></option><option value="{value}"></option>'
+        return "", "position:relative", f'<select{mark} style="{_FIELD}">{options}</select>'
+    label = f' aria-label="{html.escape(state.id)}"'
+    return "", "position:relative", f'<input{mark}{label} style="{_FIELD}">'
+
+
+def _same(first: Element, second: Element) -> bool:
+    """One element in two layouts: the same thing, drawn alike, within a pixel or two."""
+    drawn = (first.kind, first.text, first.colour, first.weight)
+    boxes = zip(first[1:5], second[1:5], strict=True)
+    return drawn == (second.kind, second.text, second.colour, second.weight) and all(
+        abs(a - b) <= _NEST_SLACK for a, b in boxes
+    )
+
+
+def _centre_distance(first: Element, second: Element) -> float:
+    dx = (first.x + first.width / 2) - (second.x + second.width / 2)
+    dy = (first.y + first.height / 2) - (second.y + second.height / 2)
+    return float((dx * dx + dy * dy) ** 0.5)
+
+
+def _triggers(base: list[Element], states: list[StateLayout]) -> dict[int, StateLayout]:
+    """The base element each interaction's trigger goes on, by position in `base`: the free one
+    that best explains the first element of its after-state the base page lacks (in reading
+    order; `_nearest`), text lines first. A region that holds, or sits in, a trigger is never
+    free. An interaction left without an element gets no trigger."""
+    taken: dict[int, StateLayout] = {}
+    for state in states:
+        after = layout_elements(state.layout)
+        changed = next((e for e in after if not any(_same(e, b) for b in base)), None)
+        free = [
+            i
+            for i, element in enumerate(base)
+            if i not in taken
+            and not any(_inside(element, base[t]) or _inside(base[t], element) for t in taken)
+        ]
+        texts = [i for i in free if base[i].kind == "text"] or free
+        if texts:
+            taken[_nearest(base, texts, changed)] = state
+    return taken
+
+
+def _nearest(base: list[Element], free: list[int], changed: Element | None) -> int:
+    """The trigger for a change: the element itself when it changed in place (a tab or a label
+    recoloured: the same text), else the nearest one that ends above it (a button above what it
+    reveals, whose insertion moves what follows), else the nearest one."""
+    if changed is None:
+        return free[0]
+    same = [i for i in free if base[i].kind == "text" and base[i].text == changed.text]
+    above = [i for i in free if base[i].y + base[i].height <= changed.y + _NEST_SLACK]
+    return min(same or above or free, key=lambda i: _centre_distance(base[i], changed))
+
+
+def _states_html(states: list[StateLayout], live: bool) -> list[str]:
+    """The hidden after-state mains, and (`live`) the script that shows one when its trigger is
+    acted on; `live` False plants dead triggers: marked, with nothing that acts on them."""
     parts = []
     for state in states:
-        body = _flow(_nest(layout_elements(state.layout)), 0, 0, 1)
+        body = _flow(_nest(layout_elements(state.layout)), 0, 0, 1, _NO_MARKS)
         parts += [f'<main data-state="{html.escape(state.id)}" hidden>', *body, "</main>"]
-    event = _EVENTS.get(first.action)
-    if live and event is not None:
+    if live and states:
         parts += [
             "<script>",
-            f"  const trigger = document.querySelector('[data-interaction=\"{first.id}\"]');",
-            f"  trigger.addEventListener('{event}', () => {{",
-            "    trigger.hidden = true;",
-            f"    document.querySelector('[data-state=\"{first.id}\"]').hidden = false;",
+            # After the event's dispatch: a browser driver checks that its pointer events reach
+            # the trigger, and a hover's mouseenter comes before the mousemove it checks.
+            "  const show = (id) => setTimeout(() => {",
+            "    document.querySelector('main:not([data-state])').hidden = true;",
+            '    document.querySelector(`[data-state="${id}"]`).hidden = false;',
             "  });",
-            "</script>",
         ]
-    return parts, f' data-interaction="{html.escape(first.id)}"'
+        for state in states:
+            event = _EVENTS.get(state.action)
+            if event is None:
+                continue
+            selector = json.dumps(f'[data-interaction="{state.id}"]')
+            parts.append(
+                f"  document.querySelector({selector})?.addEventListener('{event}', "
+                f"() => show({json.dumps(state.id)}));"
+            )
+        parts.append("</script>")
+    return parts
 
 
 def build_page(
@@ -295,8 +390,10 @@ def build_page(
     if not isinstance(width, int) or width <= 0:
         raise LayoutError(f"width must be a positive integer, got {width!r}")
     background = _colour(layout.get("background"), "background")
-    body = _flow(_nest(layout_elements(layout)), 0, 0, 1)
-    extra, trigger = _states_html(states or [], live)
+    elements = layout_elements(layout)
+    marks = {id(elements[i]): state for i, state in _triggers(elements, states or []).items()}
+    body = _flow(_nest(elements), 0, 0, 1, marks)
+    extra = _states_html(states or [], live)
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -314,7 +411,7 @@ def build_page(
             "  </style>",
             "</head>",
             "<body>",
-            f"<main{trigger}>",
+            "<main>",
             *body,
             "</main>",
             *extra,
