@@ -9,15 +9,14 @@ up, whose unread bytes stand before the end of the connection."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from agent.test_proxy import PAYLOAD, REAL_KEY, TOKEN, Stub, _blocked_pace
+from agent.test_proxy import stub as stub  # the provider stub fixture
 from veriharness.agent.proxy import Upstream, running_proxy
 from veriharness.agent.request_record import read_requests
 from veriharness.pace.provider_pace import PaceState
@@ -28,16 +27,6 @@ _REQUEST = (
     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%b"
     % (TOKEN.encode(), len(PAYLOAD), PAYLOAD)
 )
-
-
-@pytest.fixture
-def stub() -> Iterator[Stub]:
-    server = Stub()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def _record_while_blocked(path: Path, count: int) -> list[AgentRequest]:
