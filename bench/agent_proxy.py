@@ -74,43 +74,15 @@ class _Stream(BaseHTTPRequestHandler):
 def session_bodies(folder: Path) -> list[bytes]:
     """The Messages API bodies one real offline session (B3 present) sent its model."""
 
-    from veriharness._util.programs import find_claude
-    from veriharness.agent.plan import SessionPlan
     from veriharness.agent.session import run_session
-    from veriharness.experiment.config import SnapshotLimits
-    from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL
 
-    run_dir = folder / "run"
-    run_dir.mkdir()
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.sessions import offline_plan
+
     prompt = "Recreate the screenshot `reference.png` as answer.html in the working directory.\n"
     prompt += "<verification_policy>\nRender and compare.\n</verification_policy>\n"
-    (run_dir / "system_prompt.md").write_text(prompt)
-    plan = SessionPlan(
-        run_dir=run_dir,
-        reference=ROOT / "tasks" / "landing-page" / "reference.png",
-        system_prompt=run_dir / "system_prompt.md",
-        catalog=ROOT / "config" / "model-catalog.offline.yaml",
-        taxonomy=ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml",
-        claude=find_claude(),
-        endpoint="offline",
-        base_url=None,
-        api_key_env="ANTHROPIC_API_KEY",
-        model=OFFLINE_AGENT_MODEL,
-        max_turns=20,
-        wall_clock_seconds=300,
-        allowed_tools=["Read", "Write", "Edit", "Bash", "Glob", "Grep", "mcp__mllm__call"],
-        tool_search=False,
-        isolation="bwrap",
-        offline_profiles=True,
-        workspace_root=None,
-        keep_workspace=False,
-        snapshots=SnapshotLimits(),
-        log_model_requests=True,
-        project=ROOT,
-        label="bench-proxy",
-        infra_retries=0,
-        api_retries=None,
-    )
+    plan = offline_plan(folder, prompt, workspace_root=None, label="bench-proxy")
+    run_dir = plan.run_dir
     outcome = run_session(plan)
     if outcome.status != "ok":
         raise SystemExit(f"the recording session ended {outcome.status}: {outcome.error}")

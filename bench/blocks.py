@@ -19,13 +19,14 @@ import random
 import time
 from pathlib import Path
 
+from veriharness.runfolder.render import DomRecord, Size, TextBox
 from veriharness.score.metrics.blocks import (
     _assign,
     _Ratios,
     block_scores,
     page_blocks,
 )
-from veriharness.score.metrics.inputs import DomFacts, DomText, load_model
+from veriharness.score.metrics.inputs import read_dom
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests" / "score" / "metrics" / "design2code"
@@ -40,27 +41,32 @@ def _cpu(fn: object, *args: object) -> float:
     return time.process_time() - start
 
 
-def _plain(reference: DomFacts, answer: DomFacts) -> None:
+def _plain(reference: DomRecord, answer: DomRecord) -> None:
     refs, anss = page_blocks(reference), page_blocks(answer)
     _assign(_Ratios().matrix(anss, refs), context=False)
 
 
-def _synthetic(n: int) -> tuple[DomFacts, DomFacts]:
+def _synthetic(n: int) -> tuple[DomRecord, DomRecord]:
     rng = random.Random(n)
     texts = [
-        DomText(
+        TextBox(
             text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8))),
+            source="text",
             x=0,
             y=12 * i,
             width=300,
             height=10,
+            font_size_px=10,
+            font_weight=400,
             color=(0, 0, 0),
+            positioning="static",
+            pinned=False,
         )  # fmt: skip
         for i in range(n)
     ]
-    size = {"width": 1280, "height": 12 * n}
-    reference = DomFacts(kind="dom", viewport=size, page=size, texts=texts)
-    answer = DomFacts(kind="dom", viewport=size, page=size, texts=texts[::2] + texts[1::2])
+    size = Size(width=1280, height=12 * n)
+    reference = DomRecord(viewport=size, page=size, texts=texts, images=[])
+    answer = DomRecord(viewport=size, page=size, texts=texts[::2] + texts[1::2], images=[])
     return reference, answer
 
 
@@ -72,8 +78,8 @@ def main() -> None:
         rows = list(csv.DictReader((ln for ln in handle if not ln.startswith("#")), delimiter="\t"))
     times = {}
     for row in rows:
-        reference = load_model(PAIRS / "references" / f"{row['task']}.dom.json", DomFacts)
-        answer = load_model(PAIRS / "answers" / f"{row['pair']}.dom.json", DomFacts)
+        reference = read_dom(PAIRS / "references" / f"{row['task']}.dom.json")
+        answer = read_dom(PAIRS / "answers" / f"{row['pair']}.dom.json")
         times[row["pair"]] = _cpu(block_scores, reference, answer)
     slowest = max(times, key=times.__getitem__)
     print(f"stored pairs: {len(times)}, total {sum(times.values()):.2f} s CPU, "

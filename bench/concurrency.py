@@ -30,12 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+sys.path.insert(0, str(ROOT / "tests"))
+from support.sessions import offline_plan  # noqa: E402
 from veriharness._util.lifetime import cpu_seconds  # noqa: E402
-from veriharness._util.programs import find_claude  # noqa: E402
 from veriharness.agent.plan import SessionPlan  # noqa: E402
 from veriharness.agent.session import run_session  # noqa: E402
-from veriharness.experiment.config import SnapshotLimits  # noqa: E402
-from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL  # noqa: E402
 from veriharness.offline.server import FAULTS_ENV  # noqa: E402
 from veriharness.render.guard import descendants  # noqa: E402
 
@@ -46,35 +45,15 @@ SYSTEM_PROMPT = (
 
 
 def _plan(base: Path, index: int) -> SessionPlan:
-    run_dir = base / "runs" / f"r{index}"
-    run_dir.mkdir(parents=True)
-    (run_dir / "system_prompt.md").write_text(SYSTEM_PROMPT)
-    return SessionPlan(
-        run_dir=run_dir,
-        reference=ROOT / "tasks" / "landing-page" / "reference.png",
-        system_prompt=run_dir / "system_prompt.md",
-        catalog=ROOT / "config" / "model-catalog.offline.yaml",
-        taxonomy=ROOT / "prompts" / "taxonomy" / "capabilities-v0.1.yaml",
-        claude=find_claude(),
-        endpoint="offline",
-        base_url=None,
-        api_key_env="ANTHROPIC_API_KEY",
-        model=OFFLINE_AGENT_MODEL,
-        max_turns=12,
-        wall_clock_seconds=900,
+    """One session as the tests build it (support.sessions), its run in the bench's one
+    experiment folder, so the sessions share the providers' pace as a matrix's do."""
+    plan = offline_plan(
+        base / f"s{index}", SYSTEM_PROMPT, max_turns=12, wall_clock_seconds=900,
         allowed_tools=["Read", "Write", "Edit", "Bash", "mcp__mllm__call"],
-        tool_search=False,
-        isolation="bwrap",
-        offline_profiles=True,
-        workspace_root=base / "workspaces",
-        keep_workspace=False,
-        snapshots=SnapshotLimits(),
-        log_model_requests=True,
-        project=ROOT,
-        label=f"bench-r{index}",
-        infra_retries=0,
-        api_retries=None,
-    )
+        workspace_root=base / "workspaces", label=f"bench-r{index}",
+    )  # fmt: skip
+    shared = plan.ledger.model_copy(update={"experiment_dir": base / "experiment"})
+    return plan.model_copy(update={"spend": shared})
 
 
 def _pss_mb(pid: int) -> float:

@@ -92,7 +92,7 @@ def photo_like(width: int, height: int, seed: int) -> Image.Image:
 def render_screenshots(folder: Path) -> dict[str, Path]:
     """The two benchmark screenshots, rendered by Chromium at 1920x1080."""
     from veriharness.render.browser import Renderer
-    from veriharness.render.dom import Size
+    from veriharness.runfolder.render import Size
 
     site = folder / "site"
     shutil.copytree(ROOT / "tasks" / "landing-page", site / "landing")

@@ -4,11 +4,12 @@ Each answer is rendered by the real verb in a subprocess; its whole process tree
 Playwright driver, every Chromium process) is sampled every 0.1 s and the peak of the summed
 proportional set size (PSS) is printed with the status render.json records.
 
-    python3 bench/render_memory.py
+    python3 bench/render_memory.py [--answers NAME ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -67,12 +68,19 @@ def measure(answer: Path, reference: Path, out: Path) -> tuple[float, float]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--answers", nargs="+", choices=list(ANSWERS), default=list(ANSWERS), metavar="NAME",
+        help=f"the answers to render, of: {', '.join(map(repr, ANSWERS))} (default: all)",
+    )  # fmt: skip
+    args = parser.parse_args()
     print(f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="vh-bench-render-") as tmp:
         base = Path(tmp)
         reference = base / "reference.png"
         Image.new("RGB", (1280, 800), "white").save(reference)
-        for index, (name, html) in enumerate(ANSWERS.items()):
+        for index, name in enumerate(args.answers):
+            html = ANSWERS[name]
             answer = base / f"a{index}" / "answer"
             (answer / "assets").mkdir(parents=True)
             (answer / "answer.html").write_text(html)

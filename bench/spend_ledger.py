@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--writers", type=int, nargs="+", default=[2, 4, 8, 16])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--cap", type=float, default=1.0)
+    parser.add_argument("--charges", type=int, default=2000, help="uncontended charges timed")
     args = parser.parse_args()
     print(f"cap ${args.cap}, requests $0.01-${MAX_COST}, {args.trials} trials per row")
     print("writers | worst overshoot $ | in largest requests | bound (writers x largest) | ratio")
@@ -84,7 +85,7 @@ def main() -> None:
               f"{worst / bound:.2f}")  # fmt: skip
     with tempfile.TemporaryDirectory() as exp:
         gate = _gate(Path(exp), 1, None)
-        count = 2000
+        count = args.charges
         begun = time.perf_counter()
         for i in range(count):
             gate.charge("mllm", "m", str(i), TokenCounts(), 0.01)
