@@ -16,6 +16,12 @@ On a clone of the committed project, with `profiles/slurm` and its groups as the
    `snakemake --target-jobs <the group's jobs> --mode remote` building its DAG (as a dry run).
    Inside a cluster job the run's rules are local rules (workflow/rules/common.smk), so that
    process runs every job of the group itself; no job starts Snakemake again.
+4. `start order`, read from the same job listing: the sessions' submission order, which is their
+   job priorities' (Snakemake's scheduler submits the ready job of highest priority first;
+   docs/decisions.md P-60), against the blocked order of the seed the start chose: whether they
+   are the same, the largest running difference between the conditions' counts (the bound: the
+   sessions at once, profiles/default's agent_sessions, plus one), and at how many places
+   another seed's block order differs.
 
 Partition and account need no real values for a dry run. With SLURM installed but its controller
 unreachable, importing the executor plugin waits about 9 s (`scontrol show config`): the script
@@ -25,6 +31,7 @@ says whether `scontrol ping` answered, since that wait is in the planning figure
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -38,11 +45,20 @@ from typing import NamedTuple
 
 import yaml
 
+from veriharness.experiment.start_order import (
+    RunKey,
+    block_order,
+    matrix_runs,
+    running_imbalance,
+    start_order,
+)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dag import _PEAK, CONDITIONS, SKELETON, SKELETON_HEADER, TASKS, _project_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER_RULES = {"run_agent", "render_answer", "score_answer", "annotate_calls"}
+# In the order the job counts are printed.
+CLUSTER_RULES = ("run_agent", "render_answer", "score_answer", "annotate_calls")
 GROUPED = ("render_answer", "score_answer", "annotate_calls")
 # bench/dag.py's skeleton with the workflow's rule names (so profiles/slurm applies to it as it
 # is) and its shape per run: annotation beside render and score, ordered after render.
@@ -121,12 +137,24 @@ def _snakemake(project: Path, replicates: int, *args: str) -> list[str]:
             "--config", f"replicates={replicates}", *args]  # fmt: skip
 
 
-def count_cluster_jobs(project: Path, replicates: int) -> dict[str, int]:
-    """Cluster jobs the profile would submit: ungrouped jobs of cluster rules, and group jobs."""
+_WILDCARDS = re.compile(r"^    wildcards: condition=(\S+), task=(\S+), replicate=(\d+)$")
+_PRIORITY = re.compile(r"^    priority: (\d+)$")
+
+
+class Listing(NamedTuple):
+    counts: dict[str, int]
+    sessions: list[tuple[int, RunKey]]  # each run_agent job's priority and run
+
+
+def count_cluster_jobs(project: Path, replicates: int) -> Listing:
+    """Cluster jobs the profile would submit (ungrouped jobs of cluster rules, and group jobs),
+    and each session's job priority."""
     counts = {"group jobs": 0, **{rule: 0 for rule in CLUSTER_RULES}}
-    top_level_rule = re.compile(r"^rule (\w+):")
+    sessions: list[tuple[int, RunKey]] = []
+    top_level_rule = re.compile(r"^(?:local)?rule (\w+):")
     command = _snakemake(project, replicates, "--dry-run", "all")
     env = {**os.environ, **ENV}
+    rule, run = "", None
     with subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as process:  # fmt: skip
         assert process.stdout is not None
@@ -134,12 +162,50 @@ def count_cluster_jobs(project: Path, replicates: int) -> dict[str, int]:
         for line in process.stdout:
             if line.startswith("[") and "Group job " in line:
                 counts["group jobs"] += 1
-            elif (match := top_level_rule.match(line)) and match[1] in CLUSTER_RULES:
-                counts[match[1]] += 1
+            elif match := top_level_rule.match(line):
+                rule, run = match[1], None
+                if not line.startswith("local") and rule in CLUSTER_RULES:
+                    counts[rule] += 1
+            elif rule == "run_agent" and (found := _WILDCARDS.match(line.rstrip("\n"))):
+                run = RunKey(found[1], found[2], int(found[3]))
+            elif rule == "run_agent" and run and (found := _PRIORITY.match(line.rstrip("\n"))):
+                sessions.append((int(found[1]), run))
             tail = [*tail[-40:], line]
     if process.returncode != 0:
         raise SystemExit("dry run failed:\n" + "".join(tail))
-    return counts
+    return Listing(counts, sessions)
+
+
+def _recorded_seed(project: Path) -> int:
+    """The seed the dry run's parse resolved (chosen, none being set), as it wrote it."""
+    wrapped = json.loads((project / "results" / "example" / "config.effective.json").read_text())
+    return int(wrapped["start_order"]["seed"])
+
+
+def _sessions_at_once() -> int:
+    """profiles/default's cap on concurrent sessions, which the SLURM profile keeps too."""
+    profile = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
+    caps = dict(entry.split("=") for entry in profile["resources"])
+    return int(caps["agent_sessions"])
+
+
+def order_line(sessions: list[tuple[int, RunKey]], replicates: int, seed: int) -> str:
+    """How the sessions' submission order (highest priority first) holds to the blocked order."""
+    submitted = [run for _, run in sorted(sessions, key=lambda s: -s[0])]
+    runs = matrix_runs(CONDITIONS, TASKS, range(1, replicates + 1))
+    planned = start_order(runs, seed)
+    blocks, other = block_order(planned), block_order(start_order(runs, seed + 1))
+    moved = sum(a != b for a, b in zip(blocks, other, strict=True))
+    at_once = _sessions_at_once()
+    imbalance = running_imbalance([run.condition for run in submitted])
+    same = "yes" if submitted == planned else "NO"
+    within = "within" if imbalance <= at_once + 1 else "ABOVE"
+    return (
+        f"start order: {len(submitted):,} sessions submitted in seed {seed}'s blocked order: "
+        f"{same}; largest running difference between the conditions' counts {imbalance} "
+        f"({within} the sessions at once, {at_once}, plus one); seed {seed + 1}'s block order "
+        f"differs at {moved:,} of {len(blocks):,} places"
+    )
 
 
 def _skeleton(folder: Path, text: str, replicates: int) -> Path:
@@ -208,10 +274,11 @@ def main() -> int:
         project = _project_copy(tmp)
         if not args.skip_count:
             start = time.perf_counter()
-            counts = count_cluster_jobs(project, replicates)
+            counts, sessions = count_cluster_jobs(project, replicates)
             total = sum(counts.values())
             print(f"cluster jobs: {total:,} ({', '.join(f'{k} {v:,}' for k, v in counts.items())})"
                   f"; listing took {time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
+            print(order_line(sessions, replicates, _recorded_seed(project)), flush=True)
         if not args.skip_plan:
             bare, shaped, ours = planning(project, tmp, replicates)
             print(f"planning: skeleton {bare.wall_s:.1f} s wall, {bare.cpu_s:.1f} s CPU, "

@@ -35,7 +35,10 @@ SMALLEST = {
     "cluster_plan.py": Smallest(("--runs", "18"),
                                 (r"^cluster jobs: 20 \(group jobs 2, run_agent 18",
                                  r"^planning: skeleton .* veriharness / skeleton: wall [\d.]+",
-                                 r"^group start-up: node DAG of a 20-run group")),
+                                 r"^group start-up: node DAG of a 20-run group",
+                                 r"^start order: 18 sessions submitted in seed \d+'s blocked "
+                                 r"order: yes; largest running difference between the "
+                                 r"conditions' counts 1 \(within")),
     "collect.py": Smallest(("--sizes", "10", "--work", WORK),
                            (r"^\s+10 runs: collect\s+[\d.]+ s",)),
     "dag.py": Smallest(("--runs", "18"), (r"^\s+18 runs\s+skeleton .* ratio [\d.]+$",)),

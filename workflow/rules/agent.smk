@@ -15,6 +15,7 @@ rule run_agent:
         f"{LOGS}/run_agent/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/run_agent/{RUN_LOG[:-4]}.tsv"
+    priority: session_priority
     retries: config["execution"]["retries"]
     localrule: IN_CLUSTER_JOB
     resources:

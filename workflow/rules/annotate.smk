@@ -18,6 +18,7 @@ rule annotate_calls:
         f"{RUN}/inferred_tags.json",
     log:
         f"{LOGS}/annotate_calls/{RUN_LOG}",
+    priority: AFTER_SESSION_PRIORITY
     localrule: IN_CLUSTER_JOB
     params:
         annotator=ANNOTATOR,

@@ -15,6 +15,14 @@ from veriharness.render.pool import (
 )
 
 from veriharness.experiment.check import exit_on_problems
+from veriharness.experiment.start_order import (
+    StartOrderError,
+    matrix_runs,
+    record_executor,
+    resolve_seed,
+    start_order,
+    start_priorities,
+)
 from veriharness.experiment.workflow import (
     coerce_command_line_values,
     comparison_pairs,
@@ -78,18 +86,50 @@ VH = f"{sys.executable} -m veriharness"
 # Written by the main process only: cluster jobs parse the workflow again with their own
 # resource settings and must not rewrite what the main process recorded.
 if workflow.is_main_process:
+    # The seed of the start order (P-60): the config's, else an earlier start's, else new.
+    try:
+        START_SEED = resolve_seed(config["execution"].get("order_seed"), Path(EXP_DIR))
+    except StartOrderError as error:
+        sys.exit(f"start order: {error}")
     EXPERIMENT_CONFIG = write_effective_config(
         config,
         EXP_DIR,
         [str(Path(f).resolve()) for f in workflow.configfiles],
         scheduler_settings(workflow.global_resources),
+        START_SEED.model_dump(mode="json"),
+    )
+    RUN_PRIORITY = start_priorities(
+        start_order(matrix_runs(CONDITIONS, TASKS, REPLICATES), START_SEED.seed)
     )
 else:
     EXPERIMENT_CONFIG = effective_config_path(EXP_DIR)
+    # A cluster job runs the jobs it was given; their order was the submitter's.
+    RUN_PRIORITY = {}
 # Runs a spending cap stopped are redone on the next start (a paid, interrupted session is moved
 # to superseded/ first), before the DAG is built from the files present.
 if workflow.is_main_process and not workflow.dryrun:
     requeue_stopped(EXP_DIR)
+
+
+# Job priorities: Snakemake starts (locally) or submits (a cluster) the ready job of highest
+# priority first. A session's is its place in the start order above every other job's; its
+# run's preparation has the same place below, so runs are prepared in the order and the next
+# session is ready when a slot frees; the stages after a session come before any preparation,
+# so a long queue of preparations never holds them back; the input digests go first of all.
+SESSIONS = len(TASKS) * len(CONDITIONS) * len(REPLICATES)
+AFTER_SESSION_PRIORITY = SESSIONS + 1
+FIRST_PRIORITY = 2 * SESSIONS + 2
+
+
+def prepare_priority(wildcards):
+    """1 (the last run) to SESSIONS (the first)."""
+    key = (wildcards.condition, wildcards.task, int(wildcards.replicate))
+    return RUN_PRIORITY.get(key, 0)
+
+
+def session_priority(wildcards):
+    """SESSIONS + 2 (the last run) to 2 * SESSIONS + 1 (the first)."""
+    return AFTER_SESSION_PRIORITY + prepare_priority(wildcards)
 
 
 localrules:
@@ -120,6 +160,10 @@ if workflow.is_main_process and not workflow.dryrun:
 
 # A refusal is the verb's own message on stderr and exit 2, with no traceback after it.
 onstart:
+    # What this executor keeps of the start order, for the record (P-60).
+    record_executor(
+        EXPERIMENT_CONFIG, workflow.executor_plugin.name, rules.run_agent.rule.group
+    )
     checked = subprocess.run(
         [
             sys.executable,

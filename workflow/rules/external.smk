@@ -20,6 +20,7 @@ rule import_external_answer:
         answer=directory(f"{EXTERNAL_RUN}/answer"),
     log:
         f"{LOGS}/import_external_answer/{{external}}/{{task}}.log",
+    priority: AFTER_SESSION_PRIORITY
     params:
         run_dir=EXTERNAL_RUN,
     shell:

@@ -11,6 +11,7 @@ rule hash_task_inputs:
         f"{EXP_DIR}/inputs/task-{{task}}.sha256",
     log:
         f"{LOGS}/hash_task_inputs/{{task}}.log",
+    priority: FIRST_PRIORITY
     shell:
         "{VH} hash-files --out {output} {input} > {log} 2>&1"
 
@@ -24,6 +25,7 @@ rule hash_condition_inputs:
         f"{EXP_DIR}/inputs/condition-{{condition}}.sha256",
     log:
         f"{LOGS}/hash_condition_inputs/{{condition}}.log",
+    priority: FIRST_PRIORITY
     shell:
         "{VH} hash-files --out {output} {input} > {log} 2>&1"
 
@@ -39,6 +41,7 @@ rule prepare_run:
         f"{LOGS}/prepare_run/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/prepare_run/{RUN_LOG[:-4]}.tsv"
+    priority: prepare_priority
     params:
         identity=lambda w: identity_settings_digest(config, w.condition),
         run_dir=RUN,

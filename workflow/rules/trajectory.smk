@@ -16,6 +16,7 @@ rule score_trajectory:
         f"{LOGS}/score_trajectory/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/score_trajectory/{RUN_LOG[:-4]}.tsv"
+    priority: AFTER_SESSION_PRIORITY
     retries: config["execution"]["retries"]
     localrule: IN_CLUSTER_JOB
     resources:

@@ -266,6 +266,18 @@ class RunFields(TypedDict, total=False):
     wall_seconds: Annotated[
         float | None, Col("outcome.json:wall_seconds", "wall time measured by run-agent")
     ]
+    started_at: Annotated[
+        str | None,
+        Col(
+            "outcome.json:started_at",
+            "when the reported attempt of the session started (UTC, ISO 8601, to the second); "
+            "for an external answer, when it was imported",
+        ),
+    ]
+    finished_at: Annotated[
+        str | None,
+        Col("outcome.json:finished_at", "when that attempt ended (UTC, ISO 8601, to the second)"),
+    ]
     admission_wait_seconds: Annotated[
         float | None,
         Col(

@@ -362,6 +362,11 @@ class ExecutionSettings(_Strict):
     or 529's retry-after blocks every session of the experiment, and stated per-minute limits
     are kept to; new sessions wait while the provider is saturated. Nothing is ever re-sent.
     false sends each request as it comes (to compare)."""
+    order_seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Seed of the order sessions start in: blocks of one task and replicate (a run of every
+    condition each, adjacent), the blocks and the conditions in each shuffled from the seed
+    (P-60). null: the first start chooses one, experiment.json records it (start_order) and
+    later starts of the experiment reuse it. Recorded, never hashed."""
 
 
 class ExecutionRecord(ExecutionSettings):

@@ -36,6 +36,7 @@ from veriharness._util.hashing import sha256_file, sha256_json
 from veriharness.experiment.config import ExecutionRecord
 from veriharness.experiment.kinds import EFFECTIVE_CONFIG, EXPERIMENT_RECORD, RUN_RECORD
 from veriharness.experiment.provenance import Provenance
+from veriharness.experiment.start_order import StartOrderRecord
 from veriharness.experiment.task_set import TaskSetRecord
 
 __all__ = [
@@ -159,6 +160,9 @@ class ExperimentRecord(BaseModel):
     task_set: TaskSetRecord | None = None
     """The set tasks_dir holds (its manifest's name, version and digest), checksums verified;
     None when tasks_dir has no manifest. Recorded, not hashed (experiment.task_set, P-45)."""
+    start_order: StartOrderRecord | None = None
+    """The order sessions start in: its seed, where the seed came from, and what the executor
+    keeps of it (P-60). Recorded, not hashed; None only in records from before it."""
 
 
 def task_identity(folder: Path, task_id: str) -> dict[str, Any]:

@@ -211,19 +211,25 @@ def _chromium() -> str | None:
 
 
 def write_effective_config(
-    config: dict[str, Any], experiment_dir: str, sources: list[str], scheduler: dict[str, Any]
+    config: dict[str, Any],
+    experiment_dir: str,
+    sources: list[str],
+    scheduler: dict[str, Any],
+    start_order: dict[str, Any] | None = None,
 ) -> str:
     """Write the merged config as JSON (atomically, only when it changed) and return its path.
 
     `sources` are the config files it was merged from: the uncommitted-input check covers them,
     not this generated file. `scheduler` holds Snakemake's cores and resource caps (such as
-    agent_sessions), so the experiment record reports the caps the run really had."""
+    agent_sessions), so the experiment record reports the caps the run really had; `start_order`
+    the seed this start resolved (experiment.start_order), which check-experiment records."""
     path = Path(experiment_dir) / EFFECTIVE_CONFIG_NAME
     wrapped = {
         "kind": EFFECTIVE_CONFIG,
         "sources": sources,
         "scheduler": scheduler,
         "config": config,
+        **({"start_order": start_order} if start_order is not None else {}),
     }
     text = json.dumps(wrapped, indent=2, sort_keys=True, default=str) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:

@@ -36,6 +36,7 @@ from veriharness.experiment.definition import (
     Definition,
     build_experiment_record,
     cell_identity,
+    config_wrapper,
     load_definition,
 )
 from veriharness.experiment.offline_model import OFFLINE_AGENT_MODEL, OFFLINE_VISION_MODEL
@@ -47,6 +48,7 @@ from veriharness.experiment.record import (
     RecordError,
     read_record,
 )
+from veriharness.experiment.start_order import StartOrderError, start_order_of
 from veriharness.runfolder.outcome import read_status
 from veriharness.runfolder.superseded import SUPERSEDED, move_to_superseded
 
@@ -316,6 +318,7 @@ START_ERRORS = (
     PaidRunsWouldBeRedone,
     ContainmentUnavailable,
     ClaudeUnavailable,
+    StartOrderError,
 )
 
 
@@ -329,5 +332,8 @@ def check_experiment(
     model_check = check_models(defn) if config.check_models else ModelsNotChecked()
     record = build_experiment_record(defn, model_check)
     check_claude(defn, record, experiment_dir)
+    record.start_order = start_order_of(
+        config_wrapper(config_file), config.execution.order_seed, experiment_dir
+    )
     guard_paid_runs(defn, record, experiment_dir)
     return defn, record

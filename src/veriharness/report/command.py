@@ -42,6 +42,7 @@ from veriharness.report.plots import (
     plot_trajectory,
 )
 from veriharness.report.run_page import CSS, PageJob, esc, run_page
+from veriharness.report.start_times import start_times_plot, timing_flag
 from veriharness.report.status import experiment_record, money
 from veriharness.spend.ledger import ledger_path, newest_entry
 
@@ -235,7 +236,8 @@ def _overview_html(exp_dir: Path, runs: pd.DataFrame) -> str:
     current = runs[~runs["superseded"].fillna(False).astype(bool)] if "superseded" in runs else runs
     caveats = run_caveats(current)
     warnings = "".join(
-        f"<p class='caveat'><b>{esc(line)}</b></p>" for line in caveat_lines(caveats)
+        f"<p class='caveat'><b>{esc(line)}</b></p>"
+        for line in [*caveat_lines(caveats), *filter(None, [timing_flag(current)])]
     )
     config = record.get("config", {})
     agent = config.get("agent", {})
@@ -501,6 +503,9 @@ def write_report(exp_dir: Path, out: Path, tasks_dir: Path, jobs: int | None = N
             pd.read_parquet(trajectory_table), primary, out / "fidelity_over_session.png"
         )
         plots += [over_session] if over_session is not None else []
+    # When each condition's sessions started, and how balanced that was (P-60).
+    starts = start_times_plot(runs, out / "start_times.png")
+    plots += [starts] if starts is not None else []
     rows: dict[str, list[str]] = {}
     attention, pages = [], []
     for r in runs.itertuples():
