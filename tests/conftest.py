@@ -27,6 +27,7 @@ LONGEST_FIRST = [
     "cluster/test_slurm.py",
     "workflow/test_pipeline.py",
     "workflow/test_guide.py",
+    "workflow/test_monitor_pipeline.py",
     "bench/test_workflow_benches.py",
     "bench/test_benches.py",
     "spend/test_spend_pipeline.py",

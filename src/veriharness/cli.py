@@ -45,6 +45,7 @@ VERBS: dict[str, Verb] = {
     "collect": Verb("collect", "collect run folders into tables"),
     "compare": Verb("collect", "compare pairs of conditions, paired by task"),
     "power": Verb("collect", "tasks a study needs, estimated from a pilot's differences"),
+    "monitor-look": Verb("collect", "look at a completed task: the study's running answer"),
     "report": Verb("report", "write plots and per-run transcript pages"),
     "status": Verb("report", "runs done, running and left, and the spend, per condition"),
     "export": Verb("report", "write an experiment's runs as another tool's logs (inspect)"),

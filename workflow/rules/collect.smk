@@ -46,11 +46,52 @@ rule collect_tables:
         "{VH} collect --experiment-dir {EXP_DIR} > {log} 2>&1"
 
 
+# The running answer (analysis.monitor): one look per task, once every run of its compared
+# conditions is scored (P-63); the comparison waits for them all. None without a monitor.
+MONITORED = sorted({condition for pair in COMPARE_PAIRS for condition in pair})
+MONITOR_LOOKS = (
+    expand(f"{EXP_DIR}/monitor/looks/{{task}}.json", task=TASKS)
+    if config["analysis"].get("monitor") is not None and COMPARE_PAIRS
+    else []
+)
+
+
+def monitor_look_inputs(wildcards):
+    """Every compared run of the task: its score (an external set's one run, r1)."""
+    paths = []
+    for condition in MONITORED:
+        replicates = [1] if condition.startswith("external:") else REPLICATES
+        paths += expand(
+            f"{EXP_DIR}/{condition}/{wildcards.task}/r{{replicate}}/metrics.json",
+            replicate=replicates,
+        )
+    return paths
+
+
+if MONITOR_LOOKS:
+
+    rule monitor_look:
+        input:
+            monitor_look_inputs,
+        output:
+            f"{EXP_DIR}/monitor/looks/{{task}}.json",
+        log:
+            f"{LOGS}/monitor_look/{{task}}.log",
+        priority: LOOK_PRIORITY
+        localrule: True
+        params:
+            # A changed analysis looks again at every task (cheap; no session reruns).
+            analysis=json.dumps(config["analysis"], sort_keys=True),
+        shell:
+            "{VH} monitor-look --experiment-dir {EXP_DIR} --task {wildcards.task} > {log} 2>&1"
+
+
 if COMPARE_PAIRS:
 
     rule compare_conditions:
         input:
             f"{EXP_DIR}/tables/runs.csv",
+            MONITOR_LOOKS,
         output:
             csv=report(
                 f"{EXP_DIR}/comparison.csv",

@@ -119,6 +119,12 @@ if workflow.is_main_process and not workflow.dryrun:
 SESSIONS = len(TASKS) * len(CONDITIONS) * len(REPLICATES)
 AFTER_SESSION_PRIORITY = SESSIONS + 1
 FIRST_PRIORITY = 2 * SESSIONS + 2
+# With the monitor's stop (analysis.monitor.stop), what a look at a task needs, its runs'
+# renders and scores and the look itself, comes before any session: the answer is known as soon
+# as the task's last score is in, and a session started meanwhile may be one the stop would
+# have saved (P-64).
+MONITOR_STOPS = bool((config["analysis"].get("monitor") or {}).get("stop"))
+LOOK_PRIORITY = FIRST_PRIORITY if MONITOR_STOPS else AFTER_SESSION_PRIORITY
 
 
 def prepare_priority(wildcards):

@@ -23,7 +23,7 @@ rule render_answer:
         f"{LOGS}/render_answer/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/render_answer/{RUN_LOG[:-4]}.tsv"
-    priority: AFTER_SESSION_PRIORITY
+    priority: LOOK_PRIORITY
     retries: config["execution"]["retries"]
     localrule: IN_CLUSTER_JOB
     resources:

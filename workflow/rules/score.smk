@@ -13,7 +13,7 @@ rule score_answer:
         f"{LOGS}/score_answer/{RUN_LOG}",
     benchmark:
         f"{EXP_DIR}/benchmarks/score_answer/{RUN_LOG[:-4]}.tsv"
-    priority: AFTER_SESSION_PRIORITY
+    priority: LOOK_PRIORITY
     retries: config["execution"]["retries"]
     localrule: IN_CLUSTER_JOB
     params:

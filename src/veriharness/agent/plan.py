@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, JsonValue, model_validator
 
 from veriharness._util.programs import find_claude, project_root
 from veriharness._util.redaction import Redactor
 from veriharness.agent.charges import spend_settings
 from veriharness.agent.proxy import ANTHROPIC_URL, Upstream
+from veriharness.experiment.analysis import monitor_key
 from veriharness.experiment.catalog import expand_env_refs, load_catalog
 from veriharness.experiment.config import (
     ExperimentConfig,
@@ -90,6 +91,9 @@ class SessionPlan(BaseModel):
     api_retries: int | None  # Claude Code's own retries of a failed API request
     pace: bool  # hold requests to the provider's shared pace (pace/)
     spend: SpendSettings | None = None  # None: this run's ledger settings, without caps
+    # The monitor settings (monitor_key) whose known answer keeps this session from starting
+    # (analysis.monitor.stop: true; spend/early_stop.py); None: the monitor stops nothing.
+    early_stop: dict[str, JsonValue] | None = None
     agent_price: TokenPrice | None = None
     model_prices: dict[str, TokenPrice] = Field(default_factory=dict)  # by request model name
     profile_prices: dict[str, TokenPrice | None] = Field(default_factory=dict)
@@ -120,6 +124,13 @@ def _task_images(task_dir: Path) -> dict[str, Path]:
     task = load_task(task_dir.parent, task_dir.name)
     names = workspace_files(task.interactions, task.viewports)
     return {name: (task_dir / name).resolve() for name in names}
+
+
+def _early_stop_key(config: ExperimentConfig) -> dict[str, JsonValue] | None:
+    monitor = config.analysis.monitor
+    if monitor is None or not monitor.stop:
+        return None
+    return monitor_key(config.analysis, config.comparison_pairs())
 
 
 def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> SessionPlan:
@@ -161,6 +172,7 @@ def plan_session(config: ExperimentConfig, run_dir: Path, task_dir: Path) -> Ses
         api_retries=execution.api_retries,
         pace=execution.pace,
         spend=spend,
+        early_stop=_early_stop_key(config),
         agent_price=config.prices.agent(agent.model, agent.endpoint == "offline"),
         model_prices=dict(config.prices.models),
         profile_prices={

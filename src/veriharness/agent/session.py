@@ -9,8 +9,8 @@ A session that ends in `infra_error` (`outcome.py`) is attempted again, up to
 interrupted job) are moved, never deleted, into `attempts/<n>/`, and `outcome.json` lists every
 attempt with its status and cause. Agent outcomes are never retried.
 
-One attempt: the spending gate admits it (`_not_started_for_budget` otherwise), its private
-folder and tokens are made (`_SessionFolder`), the helpers start and claude runs
+One attempt: the monitor's stop and the spending gate admit it (`_not_started` otherwise), its
+private folder and tokens are made (`_SessionFolder`), the helpers start and claude runs
 (`_run_claude`, which fills in the `SessionFacts` as it goes), and the outcome is built from the
 facts, the transcript and the classification (`_ended_outcome`), or from the facts and the
 error when something raised (`_failed_outcome`).
@@ -91,6 +91,7 @@ from veriharness.runfolder.outcome import (
     Spend,
     Status,
 )
+from veriharness.spend.early_stop import early_stop_for
 from veriharness.spend.ledger import (
     STOP_NAME,
     BudgetExhausted,
@@ -312,11 +313,16 @@ def _run_attempt(
 ) -> AgentOutcome:
     started, clock = _now(), time.monotonic()
     (plan.run_dir / STOP_NAME).unlink(missing_ok=True)  # a cap's stop of an earlier attempt
+    # The monitor's known answer stops sessions as the spending cap does: before any is made.
+    if plan.early_stop is not None:
+        known = early_stop_for(plan.ledger.experiment_dir, plan.early_stop)
+        if known is not None:
+            return _not_started(plan, started, clock, "stopped_early", known.message)
     gate = SpendGate(plan.ledger)
     try:
         gate.admit()
     except BudgetExhausted as refused:
-        return _not_started_for_budget(plan, started, clock, str(refused))
+        return _not_started(plan, started, clock, "budget", str(refused))
     charges = AgentCharges(gate, plan.model, plan.agent_price, plan.model_prices)
     pace = ProviderPace(pace_dir(plan.ledger.experiment_dir), AGENT_PACE) if plan.pace else None
     waited = _wait_for_pace(pace, plan.label) if pace else None
@@ -642,18 +648,22 @@ def _tail(path: Path, size: int = 4000) -> str:
         return ""
 
 
-def _not_started_for_budget(
-    plan: SessionPlan, started: str, clock: float, message: str
+def _not_started(
+    plan: SessionPlan,
+    started: str,
+    clock: float,
+    reason: Literal["budget", "stopped_early"],
+    message: str,
 ) -> AgentOutcome:
-    """The cap is reached before the session: no session, and every output the workflow
-    expects, empty, so the run still gets its row in the tables."""
+    """The cap is reached, or the monitor's answer known, before the session: no session, and
+    every output the workflow expects, empty, so the run still gets its row in the tables."""
     run_dir = plan.run_dir
     (run_dir / "answer").mkdir(exist_ok=True)
     for name in ("transcript.jsonl", "mllm_trace.jsonl"):
         (run_dir / name).write_text("", encoding="utf-8")
     outcome = AgentOutcome(
         status="not_started",
-        reason="budget",
+        reason=reason,
         offline=plan.offline,
         model=plan.model,
         started_at=started,

@@ -199,7 +199,9 @@ class RunFields(TypedDict, total=False):
         str | None,
         Col(
             "outcome.json:reason",
-            "budget when a spending cap kept the session from starting or ended it",
+            "budget when a spending cap kept the session from starting or ended it; "
+            "stopped_early when the monitor's known answer kept it from starting "
+            "(analysis.monitor.stop)",
         ),
     ]
     attempts: Annotated[

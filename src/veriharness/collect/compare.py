@@ -75,6 +75,7 @@ __all__ = [
     "verdict",
     "add_registered_verdicts",
     "recorded_analysis",
+    "task_difference_series",
     "task_differences",
     "write_comparison",
     "CEILING_SET",
@@ -375,6 +376,26 @@ def _per_task(
     return out
 
 
+def task_difference_series(
+    runs: pd.DataFrame,
+    baseline: str,
+    treatment: str,
+    measure: str,
+    settings: AnalysisSettings,
+    cells: dict[str, dict[str, str]] | None = None,
+) -> pd.Series:
+    """The paired task differences (treatment minus baseline) of `measure` in the ITT
+    population, as the comparison computes them, indexed by task (the tasks with a pair)."""
+    _check_conditions(runs, baseline, treatment)
+    itt = populations(runs[runs["condition"].isin([baseline, treatment])], settings, cells).itt
+    if measure not in itt:
+        raise ComparisonError(f"the runs table has no column {measure!r}")
+    b, _, _ = _by_task(itt[itt["condition"] == baseline], measure)
+    t, _, _ = _by_task(itt[itt["condition"] == treatment], measure)
+    both = b.index.intersection(t.index)
+    return (t.loc[both] - b.loc[both]).dropna().astype(float)
+
+
 def task_differences(
     runs: pd.DataFrame,
     baseline: str,
@@ -383,17 +404,9 @@ def task_differences(
     settings: AnalysisSettings,
     cells: dict[str, dict[str, str]] | None = None,
 ) -> np.ndarray:
-    """The paired task differences (treatment minus baseline) of `measure` in the ITT
-    population, as the comparison computes them."""
-    _check_conditions(runs, baseline, treatment)
-    itt = populations(runs[runs["condition"].isin([baseline, treatment])], settings, cells).itt
-    if measure not in itt:
-        raise ComparisonError(f"the runs table has no column {measure!r}")
-    b, _, _ = _by_task(itt[itt["condition"] == baseline], measure)
-    t, _, _ = _by_task(itt[itt["condition"] == treatment], measure)
-    both = b.index.intersection(t.index)
-    diffs = (t.loc[both] - b.loc[both]).dropna()
-    return np.asarray(diffs.to_numpy(float))
+    """`task_difference_series`'s values."""
+    found = task_difference_series(runs, baseline, treatment, measure, settings, cells)
+    return np.asarray(found.to_numpy(float))
 
 
 def _paired_tasks(itt: pd.DataFrame, baseline: str, treatment: str) -> int:

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 RESERVED_FOLDERS = frozenset(
-    {"tables", "report", "logs", "inputs", "benchmarks", "spend", SUPERSEDED}
+    {"tables", "report", "logs", "inputs", "benchmarks", "spend", "monitor", SUPERSEDED}
 )
 _REPLICATE = re.compile(r"r(\d+)")
 _PARALLEL_FROM = 200  # below this, starting worker processes costs more than it saves

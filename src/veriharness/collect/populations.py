@@ -11,9 +11,9 @@ the table):
   `missing_answer` (no answer.html); `render_failed` at a step the page itself broke (load,
   capture, dom, full_capture, memory).
 - excluded: `infra_error` (after its retries), `budget_exhausted` and `not_started` (the spending
-  cap, or never run), `render_failed` in the renderer itself (browser, internal), `score_failed`
-  and `collect_failed` (a stage of ours crashed), `missing` (no run folder), and runs that are
-  superseded, stale (an older definition) or outside the matrix.
+  cap, the monitor's stop, or never run), `render_failed` in the renderer itself (browser,
+  internal), `score_failed` and `collect_failed` (a stage of ours crashed), `missing` (no run
+  folder), and runs that are superseded, stale (an older definition) or outside the matrix.
 
 A counted run's value for a fidelity measure is its score when its answer was scored, else the
 measure's floor (`experiment.analysis.FIDELITY_MEASURES`): 0 for a similarity, 1 for MAE. A run
@@ -96,9 +96,13 @@ def _exclusion(
 
     for name, why in EXCLUDED_STATUSES.items():
         mark(status == name, f"{name}: {why}; " + detail, name)
-    budget = runs["stopped_by"].eq("budget").fillna(False) if "stopped_by" in runs else False
+    stopped_by = runs["stopped_by"] if "stopped_by" in runs else pd.Series(pd.NA, index=runs.index)
+    budget = stopped_by.eq("budget").fillna(False)
     capped = "not started: the spending cap was reached"
     mark((status == "not_started") & budget, capped, "not_started")
+    known = "not started: the monitor's answer was known (stopped_early, analysis.monitor.stop)"
+    mark((status == "not_started") & stopped_by.eq("stopped_early").fillna(False), known,
+         "stopped_early")  # fmt: skip
     ended = "ended by the spending cap (budget_exhausted)"
     mark(status == "budget_exhausted", ended, "budget_exhausted")
     step = (

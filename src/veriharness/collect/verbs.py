@@ -12,9 +12,11 @@ from pathlib import Path
 __all__ = [
     "add_collect_arguments",
     "add_compare_arguments",
+    "add_monitor_look_arguments",
     "add_power_arguments",
     "run_collect",
     "run_compare",
+    "run_monitor_look",
     "run_power",
 ]
 
@@ -148,6 +150,7 @@ def run_compare(args: argparse.Namespace) -> int:
         recorded_analysis,
         write_comparison,
     )
+    from veriharness.collect.monitor import monitor_verdicts
     from veriharness.collect.registration import registration_check
 
     runs_path = args.runs or args.experiment_dir / "tables" / "runs.parquet"
@@ -164,6 +167,7 @@ def run_compare(args: argparse.Namespace) -> int:
         return 2
     check = registration_check(args.experiment_dir, settings, pairs, runs)
     add_registered_verdicts(tables, runs, check, args.seed, args.resamples, cells)
+    monitor_verdicts(tables, runs, args.experiment_dir, settings)
     csv = write_comparison(args.experiment_dir, tables, check)
     for line in check.lines:
         print(f"compare: {line}")
@@ -264,4 +268,32 @@ def run_power(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def add_monitor_look_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Look at a task whose every compared run has been scored: add its paired differences to "
+        "the study's confidence sequence (analysis.monitor), write monitor/state.json, and "
+        "monitor/stop.json once every primary outcome's answer is known"
+    )
+    parser.add_argument("--experiment-dir", type=Path, required=True, help="results/<experiment>")
+    parser.add_argument("--task", required=True, help="the task whose runs are all scored")
+
+
+def run_monitor_look(args: argparse.Namespace) -> int:
+    from veriharness.collect.monitor import look_at_task
+    from veriharness.collect.monitor_state import MonitorError
+
+    try:
+        state = look_at_task(args.experiment_dir, args.task)
+    except MonitorError as error:
+        print(f"monitor-look: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"monitor-look: {args.task}: {state.tasks_looked} of {state.tasks_total} tasks looked "
+        f"at, {len(state.sequence)} in the sequence ({state.order})"
+    )
+    for line in state.lines():
+        print(f"  {line}")
     return 0

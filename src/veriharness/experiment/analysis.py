@@ -19,8 +19,8 @@ the task.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
-from typing import Literal, NamedTuple
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -29,6 +29,7 @@ __all__ = [
     "DesignLimits",
     "FIDELITY_MEASURES",
     "Measure",
+    "MonitorSettings",
     "PROCESS_MEASURES",
     "PROCESS_PER_PRIMARY",
     "RULE_FLAGS",
@@ -37,6 +38,7 @@ __all__ = [
     "applicable",
     "design_warnings",
     "measured_tasks",
+    "monitor_key",
     "smallest_p",
 ]
 
@@ -51,11 +53,14 @@ class Measure(NamedTuple):
     # The runs column that must be above 0 for the measure to apply to a run (a task's count
     # of interactions or viewports); None: every run.
     applies_when: str | None = None
+    # The least and the most a run's value can be, by the metric's definition: the monitor's
+    # confidence sequence needs bounded values (an SSIM index is a correlation, so -1 to 1).
+    bounds: tuple[float, float] = (0.0, 1.0)
 
 
 # Every metric the scorer writes, as runs-table columns (score's METRIC_NAMES derive from it).
 FIDELITY_MEASURES: dict[str, Measure] = {
-    "metric_ssim": Measure("higher", 0.0),
+    "metric_ssim": Measure("higher", 0.0, bounds=(-1.0, 1.0)),
     "metric_mae": Measure("lower", 1.0),
     "metric_ocr_word_precision": Measure("higher", 0.0),
     "metric_ocr_word_recall": Measure("higher", 0.0),
@@ -66,12 +71,12 @@ FIDELITY_MEASURES: dict[str, Measure] = {
     "metric_color": Measure("higher", 0.0),
     # An interactive or responsive task's (P-41): null for a task that states none.
     "metric_implement_rate": Measure("higher", 0.0, "interactions_stated"),
-    "metric_state_ssim": Measure("higher", 0.0, "interactions_stated"),
+    "metric_state_ssim": Measure("higher", 0.0, "interactions_stated", (-1.0, 1.0)),
     "metric_state_text": Measure("higher", 0.0, "interactions_stated"),
-    "metric_region_ssim": Measure("higher", 0.0, "interactions_stated"),
+    "metric_region_ssim": Measure("higher", 0.0, "interactions_stated", (-1.0, 1.0)),
     "metric_region_text": Measure("higher", 0.0, "interactions_stated"),
     "metric_region_position": Measure("higher", 0.0, "interactions_stated"),
-    "metric_viewport_ssim": Measure("higher", 0.0, "viewports_stated"),
+    "metric_viewport_ssim": Measure("higher", 0.0, "viewports_stated", (-1.0, 1.0)),
     "metric_viewport_block_match": Measure("higher", 0.0, "viewports_stated"),
 }
 # What the agent did, with the direction a reader would call better where there is one.
@@ -111,6 +116,44 @@ DEFAULT_PRIMARY = ("metric_ssim",)
 DEFAULT_ALPHA = 0.05
 
 
+class MonitorSettings(BaseModel):
+    """`analysis.monitor`: the running answer of the primary outcome while the study runs, and
+    whether to stop starting sessions once it is known (collect/monitor.py, docs/metrics.md).
+    Analysis only; not hashed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    method: Literal["betting", "betting_wor"] = "betting"
+    """The confidence sequence of the mean paired task difference: betting (the tasks a sample
+    of a larger population of tasks) or betting_wor (the mean over exactly this study's tasks,
+    drawn without replacement: narrower near the end; every task must be paired). Both are
+    Waudby-Smith and Ramdas's hedged betting sequences."""
+    alpha: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """The chance, at most, that the sequence ever excludes the true difference (split evenly
+    over the primary outcomes); null: analysis.alpha."""
+    margin: float | None = Field(default=None, gt=0.0)
+    """The smallest difference worth knowing, in the outcome's units: once the sequence lies
+    inside (-margin, margin), the answer is known to be smaller than that. null: none."""
+    stop: bool = False
+    """true: once every primary outcome's answer is known (the sequence excludes 0 or lies
+    inside the margin), no new session starts; the runs not started are not_started with reason
+    stopped_early, and setting false and running again finishes them. false: monitor and
+    report only."""
+
+
+def monitor_key(settings: AnalysisSettings, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """What a monitor's answer was reached under: its method, alpha and margin, the primary
+    outcomes and the compared pairs. A stop recorded under another key does not apply."""
+    monitor = settings.monitor or MonitorSettings()
+    return {
+        "method": monitor.method,
+        "alpha": monitor.alpha if monitor.alpha is not None else settings.alpha,
+        "margin": monitor.margin,
+        "primary": list(settings.primary),
+        "pairs": [list(pair) for pair in pairs],
+    }
+
+
 class AnalysisSettings(BaseModel):
     """The config's `analysis` section (analysis only; not hashed)."""
 
@@ -126,6 +169,9 @@ class AnalysisSettings(BaseModel):
     would reward breaking the task's rules); [] scores them as measured."""
     alpha: float = Field(default=DEFAULT_ALPHA, gt=0.0, lt=1.0)
     """The family-wise error rate the verdict and the design check use."""
+    monitor: MonitorSettings | None = None
+    """The running answer of the primary outcome as tasks complete (a confidence sequence valid
+    at every look), and whether it stops the study once known; null: no monitoring."""
 
     @field_validator("primary", "secondary")
     @classmethod
@@ -152,6 +198,21 @@ class AnalysisSettings(BaseModel):
         both = sorted(set(self.primary) & set(self.secondary or ()))
         if both:
             raise ValueError(f"analysis.secondary repeats primary outcome(s) {both}")
+        return self
+
+    @model_validator(mode="after")
+    def _margin_within_range(self) -> AnalysisSettings:
+        margin = self.monitor.margin if self.monitor is not None else None
+        if margin is None:
+            return self
+        for name in self.primary:
+            low, high = FIDELITY_MEASURES[name].bounds
+            if margin >= high - low:
+                raise ValueError(
+                    f"analysis.monitor.margin {margin:g} is not below the range of {name} "
+                    f"({high - low:g}: its values lie in [{low:g}, {high:g}]); give a smaller "
+                    "margin or null"
+                )
         return self
 
     @property

@@ -75,6 +75,13 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
         return node
     merged = {**other, **{k: v for k, v in node.items() if k != "anyOf"}}
     merged["type"] = [other["type"], "null"]
+    if "properties" in merged:
+        # An object that may be null (analysis.monitor) states no defaults of its keys:
+        # Snakemake's validation would set them on the null. The models fill them in.
+        merged["properties"] = {
+            key: {k: v for k, v in spec.items() if k != "default"}
+            for key, spec in merged["properties"].items()
+        }
     return merged
 
 

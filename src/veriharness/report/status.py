@@ -2,13 +2,16 @@
 
 Per condition: runs done (the session ended as ok, max_turns or timeout), running (a transcript
 and no outcome yet), failed, stopped by a spending cap (budget_exhausted, or not started for
-the budget), and to go; the spend so far from the ledger, the agent's and CallMLLM's apart,
-against the cap; the spend rate over the newest ledger lines; and an estimate of the time and
-money left, from the pace and the mean cost of the runs finished so far.
+the budget) or by the monitor's stop (not started, stopped_early), and to go; the spend so far
+from the ledger, the agent's and CallMLLM's apart, against the cap; the spend rate over the
+newest ledger lines; an estimate of the time and money left, from the pace and the mean cost of
+the runs finished so far; and, with `analysis.monitor`, the running answer: tasks complete and
+each primary outcome's confidence sequence with what it says.
 
 It reads only ``experiment.json`` (the matrix and the caps), the first bytes of each run's
-``outcome.json`` and the tail of the ledger: no lock, no table, no Snakemake. So it works on a
-login node while jobs run elsewhere, and stays fast at tens of thousands of runs.
+``outcome.json``, the tail of the ledger and the monitor's ``monitor/state.json``: no lock, no
+table, no Snakemake. So it works on a login node while jobs run elsewhere, and stays fast at
+tens of thousands of runs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from veriharness.collect.monitor_state import MonitorError, MonitorState, read_state
 from veriharness.experiment.record import EXPERIMENT_RECORD, RecordError, read_record
 from veriharness.pace.provider_pace import PaceSummary, read_pace
 from veriharness.runfolder.outcome import read_status_reason
@@ -43,6 +47,7 @@ _HEAD_BYTES = 512
 _STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 _REASON = re.compile(rb'"reason":\s*(?:"([a-z_]+)"|null)')
 _DONE = frozenset({"ok", "max_turns", "timeout", "resource_limit"})
+_STOPPED = frozenset({"budget", "stopped_early"})  # a cap, or the monitor's stop
 _RATE_LINES = 200
 COLUMNS = ("runs", "done", "running", "failed", "stopped", "to_go")
 
@@ -67,6 +72,10 @@ class ExperimentStatus:
     read_at: float
     pace: list[PaceSummary] = field(default_factory=list)
     waiting_sessions: int = 0
+    # analysis.monitor as recorded (None: not declared), its newest state, or why it is unread.
+    monitor: dict[str, Any] | None = None
+    monitor_state: MonitorState | None = None
+    monitor_error: str | None = None
 
     def total(self, column: str) -> int:
         return sum(self._count(c, column) for c in self.conditions.values())
@@ -115,7 +124,9 @@ def _run_state(run_dir: str) -> tuple[str, float | None]:
         why = reason.group(1).decode() if reason and reason.group(1) else None
     if value in _DONE:
         return "done", written
-    if value == "budget_exhausted" or (value == "not_started" and why == "budget"):
+    if value == "not_started" and why == "stopped_early":
+        return "stopped_early", None  # counted as stopped, and apart
+    if value == "budget_exhausted" or (value == "not_started" and why in _STOPPED):
         return "stopped", None
     if value == "not_started":
         return "to_go", None
@@ -175,6 +186,9 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
             for replicate in range(1, replicates + 1):
                 state, written = _run_state(f"{base}/{task}/r{replicate}")
                 status.runs += 1
+                if state == "stopped_early":
+                    status.counts["stopped_early"] += 1
+                    state = "stopped"
                 status.counts[state] += 1
                 if written is not None:
                     stamps.append(written)
@@ -186,6 +200,13 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
             status.mllm_usd = totals.get("mllm", 0.0)
     now = time.time()
     pace, waiting = read_pace(experiment_dir)
+    monitor = (record.get("config") or {}).get("analysis", {}).get("monitor")
+    looked, problem = None, None
+    if isinstance(monitor, dict):
+        try:
+            looked = read_state(experiment_dir)
+        except MonitorError as error:
+            problem = str(error)
     return ExperimentStatus(
         experiment_dir=experiment_dir,
         conditions=conditions,
@@ -197,6 +218,9 @@ def read_status(experiment_dir: Path) -> ExperimentStatus:
         read_at=now,
         pace=pace,
         waiting_sessions=waiting,
+        monitor=monitor if isinstance(monitor, dict) else None,
+        monitor_state=looked,
+        monitor_error=problem,
     )
 
 
@@ -248,9 +272,49 @@ def format_status(status: ExperimentStatus) -> str:
         f"and {_duration(status.hours_to_finish())}",
     ]
     lines += _pace_lines(status)
+    lines += _monitor_lines(status)
     if cap is not None and status.spent_usd >= cap:
         lines.append("the spending cap is reached: raise execution.max_usd and run again")
     return "\n".join(lines) + "\n"
+
+
+def _monitor_lines(status: ExperimentStatus) -> list[str]:
+    """The running answer (analysis.monitor): tasks complete, each primary outcome's confidence
+    sequence and what it says, and whether the stop is in force."""
+    monitor = status.monitor
+    if monitor is None:
+        return []
+    alpha, margin = monitor.get("alpha"), monitor.get("margin")
+    declared = (
+        f"{monitor.get('method', 'betting')}, "
+        + ("alpha of analysis.alpha" if alpha is None else f"alpha {alpha:g}")
+        + (", no margin" if margin is None else f", margin {margin:g}")
+        + f", stop {str(bool(monitor.get('stop'))).lower()}"
+    )
+    state = status.monitor_state
+    if status.monitor_error is not None:
+        return [f"monitor    {declared}: {status.monitor_error}"]
+    if state is None:
+        return [f"monitor    {declared}: no task complete yet: not yet known"]
+    order = "start order" if state.order == "start_order" else "the order tasks completed in"
+    lines = [
+        f"monitor    {declared}: {state.tasks_looked} of {state.tasks_total} tasks complete, "
+        f"{len(state.sequence)} in the sequence ({order}; newest look {state.time})",
+        *(f"           {line}" for line in state.lines()),
+    ]
+    stopped = sum(c.counts["stopped_early"] for c in status.conditions.values())
+    if state.known and monitor.get("stop"):
+        lines.append(
+            f"stopped    the running answer is known: no new session starts "
+            f"(analysis.monitor.stop: true); {stopped} run(s) not started by it; set "
+            "analysis.monitor.stop: false and run the workflow again to run them"
+        )
+    elif stopped:
+        lines.append(
+            f"stopped    {stopped} run(s) were not started by the monitor's stop; the next "
+            "start of the workflow runs them"
+        )
+    return lines
 
 
 def _pace_lines(status: ExperimentStatus) -> list[str]:

@@ -108,7 +108,9 @@ class AgentOutcome(BaseModel):
     status: Status
     api_error_status: int | None = None
     attempts: list[Attempt] = Field(default_factory=list)
-    reason: Literal["budget"] | None = None  # why a session was not started or was ended early
+    # Why a session was not started or was ended early: a spending cap (budget), or the
+    # monitor's answer known under analysis.monitor.stop (stopped_early, never started).
+    reason: Literal["budget", "stopped_early"] | None = None
     spend: Spend = Field(default_factory=Spend)
     exit_code: int | None = None
     result_subtype: str | None = None
@@ -205,7 +207,8 @@ def read_status(run_dir: Path) -> str | None:
 
 
 def read_status_reason(run_dir: Path) -> tuple[str, str | None] | None:
-    """The status an outcome file states and its `reason` (`budget` when a cap stopped it), or
+    """The status an outcome file states and its `reason` (`budget` when a cap stopped it,
+    `stopped_early` when the monitor's stop did), or
     None when it states no status; the rest of the file is not checked."""
     data = read_object(Path(run_dir) / NAME, NAME, [])
     found = None if data is None else salvage(_StatusOnly, data, NAME, [])

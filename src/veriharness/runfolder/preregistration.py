@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from veriharness._util import atomic
 from veriharness._util.harness import HarnessVersion
 from veriharness._util.hashing import sha256_json
-from veriharness.experiment.analysis import AnalysisSettings
+from veriharness.experiment.analysis import AnalysisSettings, MonitorSettings
 from veriharness.runfolder._files import JsonFile, read_object
 
 __all__ = [
@@ -64,6 +64,9 @@ class RegisteredAnalysis(BaseModel):
     secondary: list[str] | None
     floor_flags: list[str]
     alpha: float
+    # analysis.monitor: the running answer and its stop rule (None: none declared, or a
+    # registration from before the monitor).
+    monitor: MonitorSettings | None = None
 
     @classmethod
     def of(cls, settings: AnalysisSettings) -> RegisteredAnalysis:
@@ -72,6 +75,7 @@ class RegisteredAnalysis(BaseModel):
             secondary=None if settings.secondary is None else list(settings.secondary),
             floor_flags=list(settings.floor_flags),
             alpha=settings.alpha,
+            monitor=settings.monitor,
         )
 
     def settings(self) -> AnalysisSettings:
@@ -225,7 +229,21 @@ def analysis_changes(
         )
     if registered.alpha != current.alpha:
         changes.append(("alpha", f"{registered.alpha:g}", f"{current.alpha:g}"))
+    # The monitor's sequence (method, alpha, margin); its `stop` says whether sessions start,
+    # not what is analysed, and setting it false is how a stopped study is finished.
+    if _monitor_text(registered.monitor) != _monitor_text(current.monitor):
+        changes.append(
+            ("monitor", _monitor_text(registered.monitor), _monitor_text(current.monitor))
+        )
     return changes
+
+
+def _monitor_text(monitor: MonitorSettings | None) -> str:
+    if monitor is None:
+        return "none (analysis.monitor: null)"
+    alpha = "analysis.alpha" if monitor.alpha is None else f"{monitor.alpha:g}"
+    margin = "none" if monitor.margin is None else f"{monitor.margin:g}"
+    return f"{monitor.method}, alpha {alpha}, margin {margin}"
 
 
 _SHOWN_RUNS = 10

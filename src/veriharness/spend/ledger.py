@@ -393,10 +393,12 @@ def _clear_unpaid_outputs(experiment_dir: Path, run_dir: Path) -> None:
 
 
 def requeue_stopped(experiment_dir: Path) -> list[str]:
-    """Make the workflow redo the runs a cap stopped: a run that never started loses what the
-    later stages wrote (nothing was spent, nothing is lost); a session the cap ended is moved
-    whole to superseded/ (it was paid for). Returns the runs requeued. Called when the workflow
-    starts, so raising the cap and running again continues with exactly these runs."""
+    """Make the workflow redo the runs a cap (or the monitor's stop, which only keeps sessions
+    from starting) stopped: a run that never started loses what the later stages wrote (nothing
+    was spent, nothing is lost); a session the cap ended is moved whole to superseded/ (it was
+    paid for). Returns the runs requeued. Called when the workflow starts, so raising the cap
+    (or setting analysis.monitor.stop false) and running again continues with exactly these
+    runs; a stop still in force stops them again."""
     experiment_dir = Path(experiment_dir)
     path = experiment_dir / STOPPED_NAME
     if not path.is_file():
@@ -408,8 +410,8 @@ def requeue_stopped(experiment_dir: Path) -> list[str]:
         for run in dict.fromkeys(s.run for s in listed):
             run_dir = experiment_dir / run
             stated = read_status_reason(run_dir)
-            if stated is None or stated[1] != "budget":
-                continue  # already redone, or moved, or not stopped by a cap
+            if stated is None or stated[1] not in ("budget", "stopped_early"):
+                continue  # already redone, or moved, or not stopped by a cap or the monitor
             if stated[0] == "not_started":
                 _clear_unpaid_outputs(experiment_dir, run_dir)
             else:
