@@ -50,6 +50,7 @@ def _plan(tmp_path: Path, claude: Path, **overrides: object) -> SessionPlan:
         # sandbox has its own test (test_a_sandboxed_session_sees_only_what_it_needs).
         isolation="none",
         network="open",
+        allow_server_tools=(),
         limits=SessionLimits(),
         workspace_root=tmp_path / "workspaces",
         keep_workspace=False,

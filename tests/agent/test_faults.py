@@ -56,6 +56,7 @@ def _plan(tmp_path: Path, **overrides: object) -> SessionPlan:
         tool_search=False,
         isolation="bwrap",
         network="none",
+        allow_server_tools=(),
         limits=SessionLimits(),
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",

@@ -71,7 +71,9 @@ def test_a_start_that_runs_no_session_records_a_missing_claude_and_goes_on(
         for task, identity in tasks.items():
             run = root / "results" / "t" / condition / task / "r1"
             run.mkdir(parents=True)
-            (run / "run.json").write_text(json.dumps({"kind": "run_record", "identity_hash": identity}))
+            (run / "run.json").write_text(
+                json.dumps({"kind": "run_record", "identity_hash": identity})
+            )
             (run / "outcome.json").write_text(json.dumps({"status": "ok"}))
 
     missing = tmp_path / "no-claude"

@@ -44,6 +44,7 @@ def offline_plan(
         tool_search=False,
         isolation="bwrap",
         network="none",
+        allow_server_tools=(),
         limits=SessionLimits(),
         offline_profiles=True,
         workspace_root=tmp_path / "workspaces",

@@ -75,9 +75,9 @@ class SessionPlan(BaseModel):
     tool_search: bool
     isolation: Literal["bwrap", "none"]
     network: Literal["none", "open"]
-    # The server tools the proxy lets through (agent/server_tools.py); none by default, which
-    # is also the config's default: the refusal of every server tool is the safe value.
-    allow_server_tools: tuple[str, ...] = ()
+    # The server tools the proxy lets through (agent/server_tools.py); the config's default,
+    # none, refuses every server tool.
+    allow_server_tools: tuple[str, ...]
     limits: SessionLimits
     offline_profiles: bool = False  # a CallMLLM profile is served by the offline model
     workspace_root: Path | None
