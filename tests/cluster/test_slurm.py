@@ -45,7 +45,6 @@ import yaml
 
 from support.project_copy import copy_project
 from veriharness._util.programs import find_claude
-from veriharness.experiment.start_order import matrix_runs, start_order
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -489,11 +488,13 @@ def test_the_cap_held_when_the_executor_did_not_count_sessions(
 
 @pytest.mark.parametrize("mode", CLUSTER_MODES)
 def test_the_study_was_registered_and_its_start_order_recorded_on_the_cluster(
-    runs: dict[str, Finished], project: Path, mode: str
+    runs: dict[str, Finished], mode: str
 ) -> None:
-    """Issue 40 under the SLURM profile: the analysis registered before the first session, the
-    seed and the executor's guarantee recorded, and the session jobs submitted in the seed's
-    order (SLURM job ids rise with each submission)."""
+    """Issue 40 under the SLURM profile: the analysis registered before the first session, and
+    the seed and the executor's guarantee recorded. Which session job is submitted first is not
+    asserted: a job is submitted when it is ready, highest priority first among the ready ones
+    (bench/cluster_plan.py checks those priorities on the 20,000-run plan), and the two runs
+    here are prepared side by side, so either may be ready first (docs/decisions.md P-60)."""
     experiment = runs[mode].experiment
     registration = json.loads((experiment / "preregistration.json").read_text())
     assert registration["before_sessions"] is True, registration
@@ -503,13 +504,3 @@ def test_the_study_was_registered_and_its_start_order_recorded_on_the_cluster(
     record = json.loads((experiment / "experiment.json").read_text())["start_order"]
     assert record["seed"] == registration["order_seed"], (record, registration)
     assert record["keeps_order"] is (mode != "agents"), record
-    if mode == "agents":
-        return  # sessions grouped two to a job: the record says the order is not kept
-    wanted = [
-        (r.condition, r.task)
-        for r in start_order(matrix_runs(CONDITIONS, TASKS, [1]), record["seed"])
-    ]
-    logs = project / ".snakemake" / f"slurm-{mode}" / "rule_run_agent"
-    jobs = sorted((int(log.stem), str(log.relative_to(logs))) for log in logs.glob("**/*.log"))
-    submitted = [next((c, t) for c, t in wanted if c in path and t in path) for _, path in jobs]
-    assert submitted == wanted, jobs
