@@ -169,3 +169,65 @@ def test_a_kept_file_altered_after_the_session_is_named_never_scored(
     assert "no longer have the digest" in trajectory[2]["error"]
     effects = pd.read_parquet(_collect(copy.parents[2]) / "call_effects.parquet")
     assert effects["change_ssim"].isna().tolist() == [False, True, True]
+
+
+def _final_render_and_score(run_dir: Path) -> None:
+    """The run's own render and score of its answer, as the workflow makes them."""
+    rendered = veriharness("render", "--answer-dir", run_dir / "answer", "--reference",
+                           TASK_DIR / "reference.png", "--task-dir", TASK_DIR,
+                           "--out", run_dir / "render")  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    scored = veriharness("score", "--render-dir", run_dir / "render",
+                         "--answer-dir", run_dir / "answer", "--task-dir", TASK_DIR,
+                         "--out-dir", run_dir)  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+
+
+def test_the_version_that_is_the_answer_takes_the_runs_own_render_and_score(
+    session: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    alone = json.loads((session / "trajectory.json").read_text())["snapshots"]
+    copy = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
+    shutil.copytree(session, copy)
+    _final_render_and_score(copy)
+    scored = veriharness("score-trajectory", "--run-dir", copy, "--task-dir", TASK_DIR)
+    assert scored.returncode == 0, scored.stderr
+    assert "snapshot 2: ok (the run's own render and score: the same files)" in scored.stdout
+    trajectory = json.loads((copy / "trajectory.json").read_text())["snapshots"]
+    # Version 2 has the answer's files (version 4 is the same again): neither is rendered.
+    assert [s["reused_final"] for s in trajectory] == [False, True, False, True]
+    assert trajectory[3]["scored_as"] == 2
+    # Its picture is the run's render, linked; nothing else of its own.
+    picture = copy / "trajectory" / "2" / "render" / "render.png"
+    assert sorted(p.name for p in picture.parents[1].rglob("*")) == ["render", "render.png"]
+    assert picture.read_bytes() == (copy / "render" / "render.png").read_bytes()
+    # Its scores are the ones its own render and static score gave.
+    for mine, own in zip(trajectory, alone, strict=True):
+        assert mine["metrics"] == pytest.approx(own["metrics"], abs=1e-12)
+        assert (mine["status"], mine["render_status"]) == (own["status"], own["render_status"])
+    assert trajectory[1]["metrics"] == {
+        k: v for k, v in _metrics(copy).items() if k in trajectory[1]["metrics"]
+    }
+    # The trajectory table names it.
+    rows = pd.read_parquet(_collect(copy.parents[2]) / "trajectory.parquet")
+    assert list(rows["reused_final"]) == [False, True, False, True]
+
+
+def test_a_final_score_that_is_not_of_these_files_is_not_reused(
+    session: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    copy = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
+    shutil.copytree(session, copy)
+    _final_render_and_score(copy)
+    # The render changed after the score (a digest in metrics.json no longer matches): the
+    # draft's, kept from the fixture's own scoring.
+    shutil.copy(copy / "trajectory" / "1" / "render" / "render.png", copy / "render" / "render.png")
+    scored = veriharness("score-trajectory", "--run-dir", copy, "--task-dir", TASK_DIR)
+    assert scored.returncode == 0, scored.stderr
+    trajectory = json.loads((copy / "trajectory.json").read_text())["snapshots"]
+    assert [s["reused_final"] for s in trajectory] == [False] * 4
+    assert (copy / "trajectory" / "2" / "render" / "render.png").is_file()

@@ -659,6 +659,13 @@ def test_every_b3_present_run_keeps_its_versions_and_each_call_has_its_effect_ro
     scored = present[present["score_status"] == "ok"].groupby("task").size()
     assert sorted(scored.index) == sorted(TASKS) and (scored >= 2).all()
     assert present.groupby("task")["final"].sum().eq(1).all()
+    # The last version is the run's answer: scored by the run's own render and score, and its
+    # picture on the run's page is that render.
+    assert present[present["final"]]["reused_final"].all()
+    for task in TASKS:
+        page = finished / "report" / "runs" / "b3-present" / task / "r1" / "index.html"
+        strip = page.read_text().split("The answer over the session", 1)[1].split("<h2>", 1)[0]
+        assert "(final)" in strip and "not available" not in strip, strip
     calls = pd.read_parquet(tables / "mllm_calls.parquet")
     effects = pd.read_parquet(tables / "call_effects.parquet")
     keys = ["condition", "task", "replicate", "call_id"]

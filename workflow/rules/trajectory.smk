@@ -5,11 +5,13 @@
 
 
 rule score_trajectory:
-    # The outcome marks the session's snapshots complete; the render is there for order only,
-    # as for annotate_calls, so the SLURM profile's groups hold whole runs.
+    # The outcome marks the session's snapshots complete. The run's render and score: the
+    # snapshot whose files are the answer takes them instead of a render of its own (they also
+    # keep the SLURM profile's groups whole runs, as for annotate_calls).
     input:
         f"{RUN}/outcome.json",
         ancient(f"{RUN}/render/render.json"),
+        ancient(f"{RUN}/metrics.json"),
     output:
         f"{RUN}/trajectory.json",
     log:

@@ -993,6 +993,13 @@ class SnapshotFields(TypedDict, total=False):
         int | None,
         Col("trajectory.json:snapshots.scored_as", "an earlier snapshot with the same files"),
     ]
+    reused_final: Annotated[
+        bool | None,
+        Col(
+            "trajectory.json:snapshots.reused_final",
+            "its files are the run's answer: scored by the run's own render and metrics.json",
+        ),
+    ]
 
 
 class TrajectoryRow(RunKeys, SnapshotFields):

@@ -73,6 +73,7 @@ def _snapshot_row(
         "final": final,
         "score_status": None if score is None else score.status,
         "scored_as": None if score is None else score.scored_as,
+        "reused_final": None if score is None else score.reused_final,
     }
     out: Row = dict(row)
     metrics = {} if score is None else score.metrics

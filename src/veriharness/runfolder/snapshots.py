@@ -80,6 +80,10 @@ class SnapshotScore(BaseModel):
     metrics: dict[str, float | None] = {}
     error: str | None = None
     scored_as: int | None = None  # an earlier snapshot with the same files, scored once
+    # Its files are the run's answer: the score is the run's own render/ and metrics.json (the
+    # static metrics of it), not a render of its own; trajectory/<n>/render/ holds only a link
+    # to the run's render.png.
+    reused_final: bool = False
 
 
 class TrajectoryRecord(BaseModel):

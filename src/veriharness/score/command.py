@@ -65,6 +65,8 @@ __all__ = [
     "batch_jobs",
     "score_jobs",
     "score_run",
+    "scorer_versions",
+    "static_metric_names",
 ]
 
 # Named once, where the analysis declares each metric's direction and floor.
@@ -120,6 +122,11 @@ def _metric_names(task: TaskSpec | None) -> tuple[str, ...]:
         for name in METRIC_NAMES
         if (when := FIDELITY_MEASURES[f"metric_{name}"].applies_when) is None or applies[when]
     )
+
+
+def static_metric_names() -> tuple[str, ...]:
+    """The metrics of a `static_only` score (an answer snapshot's): a static task's."""
+    return _metric_names(None)
 
 
 def _task(task_dir: Path) -> TaskSpec | None:

@@ -78,5 +78,6 @@ def run_score_trajectory(args: argparse.Namespace) -> int:
         return 2
     for score in record.snapshots:
         same = f" (as {score.scored_as})" if score.scored_as else ""
+        same += " (the run's own render and score: the same files)" if score.reused_final else ""
         print(f"snapshot {score.n}: {score.status}{same}")
     return 0
