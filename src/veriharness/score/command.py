@@ -23,19 +23,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from veriharness._util import atomic, tesseract_cache
+from veriharness._util import atomic
 from veriharness._util.batch_files import BatchFileError, read_batch_file
-from veriharness._util.harness import package_version, source_digest
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import OcrWord
-from veriharness._util.programs import MissingTool
-from veriharness.experiment.analysis import FIDELITY_MEASURES
 from veriharness.experiment.config import ConfigError, TaskSpec, read_task_spec
 from veriharness.runfolder.audit import AUDIT, AuditRecord, AuditThresholds
 from veriharness.runfolder.metrics import METRICS, InteractionScore, MetricsRecord, ViewportScore
@@ -55,9 +51,10 @@ from veriharness.score.metrics.blocks import (
 )
 from veriharness.score.metrics.d2cblocks import detect_blocks
 from veriharness.score.metrics.inputs import InputError, read_dom, read_render
-from veriharness.score.metrics.ocrwords import OCR_VERSION, cached_ocr_words
+from veriharness.score.metrics.ocrwords import cached_ocr_words
 from veriharness.score.metrics.pixels import fit_to_reference, load_rgb, mae, ssim
 from veriharness.score.metrics.text import ocr_word_scores
+from veriharness.score.versions import METRIC_NAMES, OCR_VERSION, metric_names, scorer_versions
 
 __all__ = [
     "METRIC_NAMES",
@@ -65,28 +62,7 @@ __all__ = [
     "batch_jobs",
     "score_jobs",
     "score_run",
-    "scorer_versions",
-    "static_metric_names",
 ]
-
-# Named once, where the analysis declares each metric's direction and floor.
-METRIC_NAMES = tuple(column.removeprefix("metric_") for column in FIDELITY_MEASURES)
-
-
-@cache
-def scorer_versions() -> dict[str, str | None]:
-    """What scored: the VeriHarness version and source digest, the OCR pipeline's version and
-    the tesseract that read the words (recorded, never hashed)."""
-    try:
-        tesseract: str | None = tesseract_cache.version_line()
-    except (OSError, MissingTool) as error:
-        tesseract = f"unavailable: {error}"
-    return {
-        "veriharness": package_version(),
-        "veriharness_source_sha256": source_digest(),
-        "ocr": OCR_VERSION,
-        "tesseract": tesseract,
-    }
 
 
 def _metrics(
@@ -109,24 +85,6 @@ def _metrics(
         interactions=interactions or [],
         viewports=viewports or [],
     )
-
-
-def _metric_names(task: TaskSpec | None) -> tuple[str, ...]:
-    """The metrics a run of `task` has: an interaction or viewport summary only where the task
-    states one, so a static experiment's metrics (and its comparison's families) stay as they
-    were (P-42)."""
-    applies = {"interactions_stated": bool(task and task.interactions),
-               "viewports_stated": bool(task and task.viewports)}  # fmt: skip
-    return tuple(
-        name
-        for name in METRIC_NAMES
-        if (when := FIDELITY_MEASURES[f"metric_{name}"].applies_when) is None or applies[when]
-    )
-
-
-def static_metric_names() -> tuple[str, ...]:
-    """The metrics of a `static_only` score (an answer snapshot's): a static task's."""
-    return _metric_names(None)
 
 
 def _task(task_dir: Path) -> TaskSpec | None:
@@ -272,7 +230,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
         )
         metrics = _metrics(
             status="no_render",
-            metrics=dict.fromkeys(_metric_names(task)),
+            metrics=dict.fromkeys(metric_names(task)),
             details=details,
             task=task,
         )
@@ -320,7 +278,7 @@ def score_run(job: ScoreJob, *, ocr_cache: Path | None = None) -> tuple[AuditRec
     values.update(run_metrics(interactions, viewports))
     metrics = _metrics(
         status="ok",
-        metrics={name: values[name] for name in _metric_names(task)},
+        metrics={name: values[name] for name in metric_names(task)},
         details=details,
         task=task,
         interactions=interactions,

@@ -41,20 +41,23 @@ from veriharness.runfolder.snapshots import (
     read_snapshots,
 )
 from veriharness.score import SCORER_VERSION
-from veriharness.score.command import ScoreJob, score_run, scorer_versions, static_metric_names
-from veriharness.score.metrics.ocrwords import machine_words_cache
+from veriharness.score.versions import scorer_versions, static_metric_names
 
-__all__ = ["TRAJECTORY_DIR", "RenderOne", "score_trajectory"]
+__all__ = ["TRAJECTORY_DIR", "RenderOne", "ScoreOne", "score_trajectory"]
 
 TRAJECTORY_DIR = "trajectory"
 # Renders one answer folder at the reference's size into an output folder; returns its status.
 RenderOne = Callable[[Path, Path, Path], str]
+# Scores one render (render_dir, answer_dir, task_dir, out_dir, block detection) on the static
+# metrics, as the score stage scores it with `static_only`; writes metrics.json into out_dir.
+ScoreOne = Callable[[Path, Path, Path, Path, str], MetricsRecord]
 
 
 def score_trajectory(
     run_dir: Path,
     task_dir: Path,
     render_one: RenderOne,
+    score_one: ScoreOne,
     block_detection: Literal["dom", "design2code"] = "dom",
 ) -> TrajectoryRecord:
     """Render and score every snapshot of `run_dir`; write trajectory.json and return it."""
@@ -74,7 +77,7 @@ def score_trajectory(
             scores.append(_same_as(entry, scores[first - 1], first))
             continue
         score = _score_one(run_dir, task_dir, entry, out_root / str(entry.n), render_one,
-                           block_detection, final)  # fmt: skip
+                           score_one, block_detection, final)  # fmt: skip
         if score.status not in ("tampered", "score_failed") and entry.answer_digest:
             scored[entry.answer_digest] = entry.n or 0
         scores.append(score)
@@ -197,6 +200,7 @@ def _score_one(
     entry: SnapshotEntry,
     out: Path,
     render_one: RenderOne,
+    score_one: ScoreOne,
     block_detection: Literal["dom", "design2code"],
     final: _FinalScore,
 ) -> SnapshotScore:
@@ -219,15 +223,7 @@ def _score_one(
     render_dir = out / "render"
     try:
         render_one(answer, task_dir / "reference.png", render_dir)
-        job = ScoreJob(
-            render_dir=render_dir,
-            answer_dir=answer,
-            task_dir=task_dir,
-            out_dir=out,
-            block_detection=block_detection,
-            static_only=True,
-        )
-        _, metrics = score_run(job, ocr_cache=machine_words_cache())
+        metrics = score_one(render_dir, answer, task_dir, out, block_detection)
     except Exception as error:  # noqa: BLE001 - recorded on the snapshot; the others go on
         return SnapshotScore(
             n=n,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from veriharness.runfolder.metrics import MetricsRecord
     from veriharness.trajectory.command import RenderOne
 
 __all__ = ["add_score_trajectory_arguments", "run_score_trajectory"]
@@ -66,13 +67,30 @@ def _renderer(args: argparse.Namespace) -> Iterator[RenderOne]:
         yield own
 
 
+def _score_static(
+    render_dir: Path, answer_dir: Path, task_dir: Path, out_dir: Path, block_detection: str
+) -> MetricsRecord:
+    """The score stage's static metrics of one render. The scorer (its image and OCR code) is
+    loaded at the first snapshot scored: a run whose only snapshot is its answer takes the run's
+    own score and needs none of it."""
+    from veriharness.score.command import ScoreJob, score_run
+    from veriharness.score.metrics.ocrwords import machine_words_cache
+
+    job = ScoreJob.model_validate(
+        {"render_dir": render_dir, "answer_dir": answer_dir, "task_dir": task_dir,
+         "out_dir": out_dir, "block_detection": block_detection, "static_only": True}
+    )  # fmt: skip
+    return score_run(job, ocr_cache=machine_words_cache())[1]
+
+
 def run_score_trajectory(args: argparse.Namespace) -> int:
     from veriharness.render.setup import RenderSetupError
     from veriharness.trajectory.command import score_trajectory
 
     try:
         with _renderer(args) as render_one:
-            record = score_trajectory(args.run_dir, args.task_dir, render_one, args.block_detection)
+            record = score_trajectory(args.run_dir, args.task_dir, render_one, _score_static,
+                                      args.block_detection)  # fmt: skip
     except RenderSetupError as error:
         print(f"veriharness score-trajectory: {error}", file=sys.stderr)
         return 2

@@ -34,6 +34,7 @@ from veriharness._util import atomic, tesseract_cache
 from veriharness._util.hashing import sha256_file
 from veriharness._util.ocr import Box, OcrWord, read_words
 from veriharness.score.metrics.ocrpasses import multipass_words
+from veriharness.score.versions import OCR_VERSION
 
 __all__ = [
     "OCR_VERSION",
@@ -45,7 +46,6 @@ __all__ = [
     "masked",
 ]
 
-OCR_VERSION = "ocr-2x-grey-contrast-panel-merged-v4"
 UPSCALE = 2
 
 
