@@ -23,7 +23,7 @@ from veriharness.agent.session_slots import (
 )
 
 # One session's stand-in: takes a slot as run-agent does (SIGTERM ends it as it ends a session),
-# writes what it took, and holds it until its release file appears.
+# writes what it took (whole, then named), and holds it until its release file appears.
 _HOLDER = """
 import sys, time
 from pathlib import Path
@@ -32,7 +32,10 @@ from veriharness.agent.session_slots import session_slot
 end_session_on_sigterm()
 experiment, cap, label, out = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
 with session_slot(experiment, cap, label) as slot:
-    out.write_text(slot.model_dump_json())
+    # Written whole, then named: the test waits for the name and reads it at once.
+    part = out.with_suffix(".part")
+    part.write_text(slot.model_dump_json())
+    part.replace(out)
     while not out.with_suffix(".release").exists():
         time.sleep(0.05)
 """
