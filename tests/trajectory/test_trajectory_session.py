@@ -191,6 +191,7 @@ def test_the_version_that_is_the_answer_takes_the_runs_own_render_and_score(
     alone = json.loads((session / "trajectory.json").read_text())["snapshots"]
     copy = tmp_path / "results" / "exp" / "cond" / "task" / "r1"
     shutil.copytree(session, copy)
+    (copy / "answer" / ".snakemake_timestamp").touch()  # as Snakemake marks a folder output
     _final_render_and_score(copy)
     scored = veriharness("score-trajectory", "--run-dir", copy, "--task-dir", TASK_DIR)
     assert scored.returncode == 0, scored.stderr
@@ -231,3 +232,26 @@ def test_a_final_score_that_is_not_of_these_files_is_not_reused(
     trajectory = json.loads((copy / "trajectory.json").read_text())["snapshots"]
     assert [s["reused_final"] for s in trajectory] == [False] * 4
     assert (copy / "trajectory" / "2" / "render" / "render.png").is_file()
+
+
+def test_a_page_that_names_snakemakes_mark_is_rendered_on_its_own(tmp_path: Path) -> None:
+    """Snakemake's empty mark in answer/ is no file of the answer, unless the answer names it:
+    a page that loads it would render differently without it."""
+    import shutil
+
+    from veriharness.agent.snapshots import AnswerSnapshots
+
+    workspace, run_dir = tmp_path / "workspace", tmp_path / "results" / "e" / "c" / "t" / "r1"
+    shutil.copytree(TASK_DIR / "assets", workspace / "assets")
+    marked = GOOD.replace("</body>", "<img src='.snakemake_timestamp' alt=''></body>")
+    (workspace / "answer.html").write_text(marked)
+    run_dir.mkdir(parents=True)
+    AnswerSnapshots(workspace, run_dir, max_count=5, max_mib=20).at_request(1, b"{}")
+    shutil.copytree(workspace, run_dir / "answer")
+    (run_dir / "answer" / ".snakemake_timestamp").touch()
+    _final_render_and_score(run_dir)
+    scored = veriharness("score-trajectory", "--run-dir", run_dir, "--task-dir", TASK_DIR)
+    assert scored.returncode == 0, scored.stderr
+    [only] = json.loads((run_dir / "trajectory.json").read_text())["snapshots"]
+    assert (only["status"], only["reused_final"]) == ("ok", False)
+    assert (run_dir / "trajectory" / "1" / "metrics.json").is_file()

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from veriharness._util.hashing import sha256_file
+from veriharness._util.hashing import sha256_bytes, sha256_file
 from veriharness.runfolder.metrics import METRICS, MetricsRecord
 from veriharness.runfolder.render import RENDER, RenderRecord
 from veriharness.runfolder.snapshots import (
@@ -163,13 +163,20 @@ def _digest(path: Path) -> str | None:
     return sha256_file(path) if path.is_file() else None
 
 
+# Snakemake's mark of a folder output's time: an empty file it adds to answer/ after the session's
+# job. Not the agent's, so no snapshot holds it.
+_SNAKEMAKE_MARK = ".snakemake_timestamp"
+
+
 def _answer_files(answer: Path) -> dict[str, str] | None:
-    """Every file of the run's answer folder by its path there, with its digest, as a
-    snapshot names them; None when the folder holds anything but regular files and folders (a
-    snapshot never holds a link, so it could not be the same answer)."""
-    files: dict[str, str] = {}
+    """Every file of the run's answer folder by its path there, with its digest, as a snapshot
+    names them; None when the folder holds anything but regular files and folders (a snapshot
+    never holds a link, so it could not be the same answer). Snakemake's empty mark is left out,
+    unless a file of the answer names it (a page that loads it renders differently without)."""
     if not answer.is_dir() or answer.is_symlink():
         return None
+    files: dict[str, str] = {}
+    marked = named = False
     for root, dirs, names in os.walk(answer):
         base = Path(root)
         for name in [*dirs, *names]:
@@ -177,8 +184,14 @@ def _answer_files(answer: Path) -> dict[str, str] | None:
             if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                 return None
         for name in names:
-            files[(base / name).relative_to(answer).as_posix()] = sha256_file(base / name)
-    return files
+            path = base / name
+            relative, data = path.relative_to(answer).as_posix(), path.read_bytes()
+            if relative == _SNAKEMAKE_MARK and not data:
+                marked = True
+                continue
+            named = named or _SNAKEMAKE_MARK.encode() in data
+            files[relative] = sha256_bytes(data)
+    return None if marked and named else files
 
 
 def _link_final_render(run_dir: Path, render_dir: Path) -> None:
