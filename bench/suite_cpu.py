@@ -1,6 +1,6 @@
 """Where the test suite's CPU time goes: per program, and per `veriharness` verb.
 
-Run: python3 bench/suite_cpu.py [--markdown FILE] [-- PYTEST ARGUMENTS]
+Run: python3 bench/suite_cpu.py [--markdown FILE] [--cgroup] [-- PYTEST ARGUMENTS]
 
 The suite keeps a 2-core machine's cores busy, so its wall time follows the CPU seconds that its
 processes use. This runs `python3 -m pytest` here (the arguments after `--`, by default the whole
@@ -18,6 +18,12 @@ suite) and prints:
   apart by their thread names too, and a process started by Chromium counts as Chromium. The
   start lines' pids then name every Python process in it, those ended by a signal included (the
   mllm servers, killed pool servers), which the exit lines miss.
+
+On a machine shared with other work, `--cgroup` measures the run alone instead: pytest starts in
+a control group of its own (cgroup v2, or v1's cpuacct), which every process it starts stays in,
+those that leave their parent included (the pool servers and their browsers, a SLURM the test
+starts), and the script prints that group's CPU seconds. It then leaves process accounting alone:
+accounting is the machine's, and switching it off would end another run's.
 """
 
 from __future__ import annotations
@@ -207,6 +213,50 @@ def _by_cpu(count: Counter[str], cpu: dict[str, float]) -> list[Share]:
     return sorted((Share(n, count[n], s) for n, s in cpu.items()), key=lambda x: -x.cpu_s)
 
 
+class OwnGroup:
+    """A control group for one run: its CPU seconds (user, system) once the run has ended."""
+
+    def __init__(self) -> None:
+        v2 = next((p for p in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+                   if (p / "cgroup.procs").is_file() and (p / "cgroup.controllers").is_file()),
+                  None)  # fmt: skip
+        root = v2 if v2 is not None else Path("/sys/fs/cgroup/cpuacct")
+        self.v2 = v2 is not None
+        self.path = root / f"suite-cpu-{os.getpid()}"
+        try:
+            self.path.mkdir()
+        except OSError as error:
+            raise SystemExit(f"suite_cpu.py --cgroup: cannot make {self.path}: {error}") from None
+
+    def join(self) -> None:
+        """For preexec_fn: the new process (and all it starts) joins the group."""
+        name = "cgroup.procs" if self.v2 else "tasks"
+        (self.path / name).write_text(str(os.getpid()))
+
+    def members(self) -> list[str]:
+        return (self.path / "cgroup.procs").read_text().split()
+
+    def cpu(self, settle_s: float = 60.0) -> tuple[float, float, float]:
+        """(total, user, system) CPU seconds, after waiting up to `settle_s` for the run's last
+        processes (servers that end shortly after their owner) to end."""
+        deadline = time.monotonic() + settle_s
+        while self.members() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if self.v2:
+            stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines())
+            user, system = int(stat["user_usec"]) / 1e6, int(stat["system_usec"]) / 1e6
+            total = int(stat["usage_usec"]) / 1e6
+        else:
+            tick = os.sysconf("SC_CLK_TCK")
+            ticks = (self.path / "cpuacct.stat").read_text().splitlines()
+            stat = dict(line.split() for line in ticks)
+            user, system = int(stat["user"]) / tick, int(stat["system"]) / tick
+            total = int((self.path / "cpuacct.usage").read_text()) / 1e9
+        if not self.members():
+            self.path.rmdir()
+        return total, user, system
+
+
 def accounting_available() -> str | None:
     """Why BSD process accounting cannot be used here, or None."""
     if os.geteuid() != 0:
@@ -228,6 +278,9 @@ def table(title: str, shares: list[Share], total: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    parser.add_argument("--cgroup", action="store_true",
+                        help="measure the run's own processes in a control group (root), not "
+                        "the machine, and leave process accounting alone")  # fmt: skip
     parser.add_argument("pytest_args", nargs="*", help="after --: arguments for pytest")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
@@ -235,14 +288,17 @@ def main(argv: list[str] | None = None) -> int:
     log, pacct = work / "python.jsonl", work / "pacct"
     env = dict(os.environ, SUITE_CPU_LOG=str(log))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work), env.get("PYTHONPATH")]))
-    no_accounting = accounting_available()
+    group = OwnGroup() if args.cgroup else None
+    no_accounting = "--cgroup: the machine's accounting is left alone" if group else None
+    no_accounting = no_accounting or accounting_available()
     if no_accounting is None:
         pacct.touch()
         subprocess.run(["accton", str(pacct)], check=True, capture_output=True)
     began_busy, began = busy_seconds(), time.monotonic()
     try:
         tests = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=ROOT,
-                               env=env, check=False)  # fmt: skip
+                               env=env, check=False,
+                               preexec_fn=group.join if group else None)  # fmt: skip
     finally:
         if no_accounting is None:
             subprocess.run(["accton", "off"], check=True, capture_output=True)
@@ -251,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     load = busy / (wall * cores)
     lines = [f"pytest exit code {tests.returncode}; wall {wall:,.1f} s; the machine busy "
              f"{busy:,.1f} CPU s on {cores} cores ({load:.0%} busy)", ""]  # fmt: skip
+    if group is not None:
+        total, user, system = group.cpu()
+        lines[-1:-1] = [f"the run's own processes (control group): {total:,.1f} CPU s "
+                        f"(user {user:,.1f}, system {system:,.1f})"]  # fmt: skip
     if no_accounting is None:
         dump = subprocess.run(["dump-acct", str(pacct)], capture_output=True, text=True,
                               check=True).stdout  # fmt: skip
