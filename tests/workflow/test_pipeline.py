@@ -130,6 +130,25 @@ def test_every_run_folder_is_complete(finished: Path) -> None:
             assert (record["condition"], record["task"]) == (condition, task)
 
 
+def test_each_runs_last_version_takes_the_runs_own_render_and_score(finished: Path) -> None:
+    # Before the tests that change the finished runs. The last version is the run's answer:
+    # score-trajectory took the run's render and score for it, linked the render as its
+    # picture, and the run's page shows it.
+    for condition in CONDITIONS:
+        for task in TASKS:
+            run = run_dir(finished, condition, task)
+            *_, last = json.loads((run / "trajectory.json").read_text())["snapshots"]
+            assert last["reused_final"] is True, (run, last)
+            metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+            assert last["metrics"] == {k: metrics[k] for k in last["metrics"]}
+            picture = run / "trajectory" / str(last["n"]) / "render" / "render.png"
+            assert picture.read_bytes() == (run / "render" / "render.png").read_bytes()
+            page = finished / "report" / "runs" / condition / task / "r1" / "index.html"
+            strip = page.read_text().split("The answer over the session", 1)[1]
+            strip = strip.split("<h2>", 1)[0]
+            assert "(final)" in strip and "not available" not in strip, strip
+
+
 def _mllm_calls(run: Path) -> int:
     events = [json.loads(line) for line in (run / "mllm_trace.jsonl").read_text().splitlines()]
     return sum(1 for e in events if e["event"] == "mllm_call_completed")
@@ -659,13 +678,6 @@ def test_every_b3_present_run_keeps_its_versions_and_each_call_has_its_effect_ro
     scored = present[present["score_status"] == "ok"].groupby("task").size()
     assert sorted(scored.index) == sorted(TASKS) and (scored >= 2).all()
     assert present.groupby("task")["final"].sum().eq(1).all()
-    # The last version is the run's answer: scored by the run's own render and score, and its
-    # picture on the run's page is that render.
-    assert present[present["final"]]["reused_final"].all()
-    for task in TASKS:
-        page = finished / "report" / "runs" / "b3-present" / task / "r1" / "index.html"
-        strip = page.read_text().split("The answer over the session", 1)[1].split("<h2>", 1)[0]
-        assert "(final)" in strip and "not available" not in strip, strip
     calls = pd.read_parquet(tables / "mllm_calls.parquet")
     effects = pd.read_parquet(tables / "call_effects.parquet")
     keys = ["condition", "task", "replicate", "call_id"]
