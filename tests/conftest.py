@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from veriharness._util.tesseract_cache import CACHE_ENV
+
+# This machine kind sets PYTHONDONTWRITEBYTECODE, so pytest kept none of its assertion-rewritten
+# test modules and every process that collected (each xdist worker collects every file) rewrote
+# all of them again: about 6 of a worker's 10.5 CPU s. From here on this process writes them to
+# tests' __pycache__ folders (git ignores them), as setup.sh writes src's bytecode; a later
+# collection, and a worker that comes to a file another one has written, reads them instead.
+sys.dont_write_bytecode = False
 
 HERE = Path(__file__).resolve().parent
 # Every file that took 40 s or more, longest first: the sum of its setups, calls and teardowns
