@@ -517,6 +517,7 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     assert planned_jobs(unchanged_plan, "score_answer") == 0
     planned = snakemake(project, "-n", "all", package=package)
     assert planned_jobs(planned, "score_answer") == 4 + len(TASKS)  # and the reference set
+    assert planned_jobs(planned, "score_trajectory") == 4  # the versions, by the same scorer
     assert planned_jobs(planned, "run_agent") == planned_jobs(planned, "render_answer") == 0
     runs = sorted(finished.glob("b3-*/*/r1"))
     kept = {
@@ -531,6 +532,7 @@ def test_a_new_scorer_version_rescores_every_run_and_reruns_no_session(
     assert {path: path.stat().st_mtime_ns for path in kept} == kept
     for run in runs:
         assert json.loads((run / "metrics.json").read_text())["scorer_version"] == "next"
+        assert json.loads((run / "trajectory.json").read_text())["scorer_version"] == "next"
     assert (finished / "tables" / "runs.csv").stat().st_mtime_ns != tables
     table = pd.read_csv(finished / "tables" / "runs.csv")
     assert len(table) == 4 + len(TASKS) and set(table["scorer_version"]) == {"next"}

@@ -7,11 +7,14 @@
 rule score_trajectory:
     # The outcome marks the session's snapshots complete. The run's render and score: the
     # snapshot whose files are the answer takes them instead of a render of its own (they also
-    # keep the SLURM profile's groups whole runs, as for annotate_calls).
+    # keep the SLURM profile's groups whole runs, as for annotate_calls). metrics.json is not
+    # `ancient`: a run scored again is a trajectory scored again. Snakemake does not look at
+    # the params of a job whose input job reruns, so with an ancient input a new scorer version
+    # would have left the trajectory as it was.
     input:
         f"{RUN}/outcome.json",
         ancient(f"{RUN}/render/render.json"),
-        ancient(f"{RUN}/metrics.json"),
+        f"{RUN}/metrics.json",
     output:
         f"{RUN}/trajectory.json",
     log:
